@@ -1,0 +1,225 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+)
+
+// episodeDeps are shared by every episode of a run.
+type episodeDeps struct {
+	run          string
+	provider     env.Provider
+	server       *actor.PID // policy server
+	learner      *actor.PID
+	maxAttempts  int
+	runOpts      env.RunOptions
+	closeTimeout time.Duration
+	root         *actor.RootContext
+	// runners owns the episodes' runner goroutines: Run waits for it.
+	runners *sync.WaitGroup
+	log     zerolog.Logger
+}
+
+// episodeSpec is what one episode is; it does not change across restarts.
+type episodeSpec struct {
+	id        uint64
+	group     uint64
+	groupSize int
+	task      *env.Task
+}
+
+// episodeState survives the restarts of an episode's actor: it lives in the
+// producer's closure, not in the actor value the supervisor replaces.
+type episodeState struct {
+	attempts  int
+	cancelled bool
+	lastErr   error
+}
+
+// infraFault is what an episode panics with to hand an infrastructure fault
+// to its supervisor, which restarts it with a fresh sandbox.
+type infraFault struct {
+	episode uint64
+	attempt int
+	err     error
+}
+
+func (f *infraFault) Error() string {
+	return fmt.Sprintf("episode %d attempt %d: %v", f.episode, f.attempt, f.err)
+}
+
+func (f *infraFault) Unwrap() error { return f.err }
+
+// episode is the actor of one episode. It owns one sandbox at a time: a
+// runner goroutine opens it, plays the episode with env.Run and closes it on
+// every path before reporting back, so Receive never blocks.
+type episode struct {
+	spec    *episodeSpec
+	deps    *episodeDeps
+	st      *episodeState
+	attempt int
+	cancel  context.CancelFunc
+}
+
+func newEpisodeProps(spec *episodeSpec, deps *episodeDeps) *actor.Props {
+	st := &episodeState{}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &episode{spec: spec, deps: deps, st: st}
+	})
+}
+
+func (e *episode) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		e.start(ctx)
+	case *runDone:
+		e.finish(ctx, m)
+	case *Cancel:
+		e.st.cancelled = true
+		if e.cancel != nil {
+			e.cancel()
+		}
+	case *actor.Restarting, *actor.Stopping:
+		if e.cancel != nil {
+			e.cancel()
+		}
+	}
+}
+
+// start begins a new attempt in a runner goroutine.
+func (e *episode) start(ctx actor.Context) {
+	e.attempt = e.st.attempts
+	e.st.attempts++
+	if e.st.cancelled {
+		e.report(ctx, Cancelled, nil, context.Canceled)
+		return
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	attempt, d, spec, self := e.attempt, e.deps, e.spec, ctx.Self()
+	agent := newRemoteAgent(ctx.ActorSystem(), d.server)
+	d.runners.Add(1)
+	go func() {
+		defer d.runners.Done()
+		defer cancel()
+		defer agent.close()
+		traj, err := runAttempt(runCtx, d, spec, attempt, agent)
+		d.root.Send(self, &runDone{attempt: attempt, traj: traj, err: err})
+	}()
+}
+
+// runAttempt opens a sandbox, plays the episode in it and closes it, also
+// when ctx is cancelled.
+func runAttempt(ctx context.Context, d *episodeDeps, spec *episodeSpec, attempt int, agent env.Agent) (env.Trajectory, error) {
+	sb, err := d.provider.Open(ctx, env.OpenOptions{Run: d.run, Episode: spec.id, Attempt: attempt, Task: spec.task})
+	if err != nil {
+		return env.Trajectory{}, fmt.Errorf("open sandbox: %w", err)
+	}
+	opts := d.runOpts
+	opts.Episode, opts.Attempt = spec.id, attempt
+	traj, err := env.Run(ctx, sb, agent, spec.task, opts)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.closeTimeout)
+	defer cancel()
+	if cerr := sb.Close(cctx); cerr != nil {
+		// The episode's result stands; the reaper removes what is left.
+		d.log.Warn().Err(cerr).Uint64("episode", spec.id).Msg("close sandbox")
+	}
+	return traj, err
+}
+
+// finish decides what an attempt's end means: a result for the learner, or a
+// fault for the supervisor.
+func (e *episode) finish(ctx actor.Context, m *runDone) {
+	if m.attempt != e.attempt {
+		return
+	}
+	e.cancel = nil
+	switch {
+	case m.err == nil:
+		traj := m.traj
+		e.report(ctx, Completed, &traj, nil)
+	case e.st.cancelled || errors.Is(m.err, context.Canceled):
+		e.report(ctx, Cancelled, nil, m.err)
+	default:
+		// Whatever is not the agent's doing and not a cancellation is the
+		// harness's: a sandbox fault, an unreachable policy, a timeout.
+		err := env.Infra(m.err)
+		e.st.lastErr = err
+		if e.st.attempts < e.deps.maxAttempts {
+			panic(&infraFault{episode: e.spec.id, attempt: e.attempt, err: err})
+		}
+		e.report(ctx, FailedInfra, nil, err)
+	}
+}
+
+// report hands the episode's result to the learner, which records it and
+// passes the outcome on to the scheduler, and stops the episode: its work is
+// done and its sandbox closed.
+func (e *episode) report(ctx actor.Context, kind OutcomeKind, traj *env.Trajectory, err error) {
+	ctx.Send(e.deps.learner, &EpisodeResult{
+		Episode: e.spec.id, Group: e.spec.group, GroupSize: e.spec.groupSize, Task: e.spec.task,
+		Kind: kind, Trajectory: traj, Attempts: e.st.attempts, Err: err, ReportTo: ctx.Parent(),
+	})
+	ctx.Stop(ctx.Self())
+}
+
+// remoteAgent is the env.Agent an episode's runner plays with: each Act is a
+// round trip to the policy server. The answers come back to an inbox: a
+// process in the actor system's registry, addressed by a PID like any actor,
+// that hands them straight to the waiting runner, the way protoactor's own
+// futures work. A step thus costs no mailbox and no goroutine of the episode
+// actor, and the policy server need not be local.
+type remoteAgent struct {
+	system  *actor.ActorSystem
+	server  *actor.PID
+	inbox   *actor.PID
+	replies chan *ActResponse
+}
+
+func newRemoteAgent(system *actor.ActorSystem, server *actor.PID) *remoteAgent {
+	a := &remoteAgent{system: system, server: server, replies: make(chan *ActResponse, 1)}
+	a.inbox, _ = system.ProcessRegistry.Add(inbox(a.replies), "inbox"+system.ProcessRegistry.NextId())
+	return a
+}
+
+func (a *remoteAgent) close() { a.system.ProcessRegistry.Remove(a.inbox) }
+
+func (a *remoteAgent) Act(ctx context.Context, obs env.Observation) (env.Action, error) {
+	a.system.Root.Send(a.server, &ActRequest{Obs: obs, ReplyTo: a.inbox})
+	for {
+		select {
+		case r := <-a.replies:
+			if r.Step != obs.Step || r.Attempt != obs.Attempt {
+				continue
+			}
+			return r.Action, r.Err
+		case <-ctx.Done():
+			return env.Action{}, ctx.Err()
+		}
+	}
+}
+
+// inbox is an actor.Process that delivers act responses to a channel. The
+// runner has at most one request outstanding, so a buffer of one never
+// blocks the sender; anything else is dropped.
+type inbox chan *ActResponse
+
+func (in inbox) SendUserMessage(_ *actor.PID, m any) {
+	if r, ok := actor.UnwrapEnvelopeMessage(m).(*ActResponse); ok {
+		select {
+		case in <- r:
+		default:
+		}
+	}
+}
+
+func (in inbox) SendSystemMessage(*actor.PID, any) {}
+func (in inbox) Stop(*actor.PID)                   {}

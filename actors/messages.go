@@ -1,0 +1,139 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+)
+
+// OutcomeKind is how an admitted episode ended.
+type OutcomeKind uint8
+
+const (
+	// Completed: the episode ran to its end; its reward counts.
+	Completed OutcomeKind = iota + 1
+	// FailedInfra: infrastructure faults outlasted the retries; no reward.
+	FailedInfra
+	// Cancelled: the run was stopped while the episode ran; no reward.
+	Cancelled
+)
+
+func (k OutcomeKind) String() string {
+	switch k {
+	case Completed:
+		return "completed"
+	case FailedInfra:
+		return "failed_infra"
+	case Cancelled:
+		return "cancelled"
+	}
+	return "unknown"
+}
+
+// NextTasks asks the curriculum for N tasks (scheduler → curriculum). The
+// answer is a *Tasks sent to ReplyTo.
+type NextTasks struct {
+	N       int
+	ReplyTo *actor.PID
+}
+
+// Tasks answers NextTasks.
+type Tasks struct {
+	Tasks []*env.Task
+}
+
+// SynthRequest asks the synthesizer for K tasks near Difficulty (curriculum →
+// synth); the answer is a *SynthTasks sent to ReplyTo.
+type SynthRequest struct {
+	K          int
+	Difficulty float64
+	ReplyTo    *actor.PID
+}
+
+// SynthTasks answers SynthRequest. Err is set when the source failed; Tasks
+// may still hold what it made.
+type SynthTasks struct {
+	Tasks []env.Task
+	Err   error
+}
+
+// ActRequest asks the policy server for an episode's next action (episode's
+// runner → policy server); the answer is an *ActResponse sent to ReplyTo.
+type ActRequest struct {
+	Obs     env.Observation
+	ReplyTo *actor.PID
+}
+
+// ActResponse answers ActRequest. Action.Version is the policy version that
+// chose it.
+type ActResponse struct {
+	Attempt int
+	Step    int
+	Action  env.Action
+	Err     error
+}
+
+// EpisodeResult is what an episode hands to the learner when it ends, on every
+// path. The learner records it and sends the *Outcome to ReportTo.
+type EpisodeResult struct {
+	Episode   uint64
+	Group     uint64
+	GroupSize int
+	Task      *env.Task
+	Kind      OutcomeKind
+	// Trajectory is set for Completed episodes.
+	Trajectory *env.Trajectory
+	// Attempts is how many sandboxes the episode used.
+	Attempts int
+	Err      error
+	// ReportTo is the scheduler that admitted the episode.
+	ReportTo *actor.PID
+}
+
+// Outcome is the final record of an episode, sent by the learner to the
+// scheduler once the learner has filed the episode's result (and published
+// any update it triggered). Version is the learner's version then; Stale says
+// that the trajectory was too old to learn from.
+type Outcome struct {
+	Episode  uint64
+	Task     *env.Task
+	Kind     OutcomeKind
+	Reward   float64
+	Attempts int
+	Version  int64
+	Stale    bool
+}
+
+// Cancel tells an episode to stop its run and report itself cancelled.
+type Cancel struct{}
+
+// PolicyUpdate publishes a new policy (learner → policy server).
+type PolicyUpdate struct {
+	Version int64
+	Policy  policy.Policy
+}
+
+// Flush asks the learner to apply the groups it holds in a last update and
+// answer with its *LearnerStats.
+type Flush struct{}
+
+// GetStats asks an actor for its statistics (policy server: *PolicyServerStats;
+// curriculum: *synth.CurriculumStats; synth: *SynthStats).
+type GetStats struct{}
+
+// runDone is the episode runner's report to its actor.
+type runDone struct {
+	attempt int
+	traj    env.Trajectory
+	err     error
+}
+
+// flushBatch tells the policy server to run the batch it is holding.
+type flushBatch struct{ gen uint64 }
+
+// batchDone tells the policy server that an inference batch finished.
+type batchDone struct {
+	n      int
+	failed bool
+}

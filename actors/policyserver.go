@@ -1,0 +1,146 @@
+package actors
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+)
+
+// PolicyServerStats is the policy server's part of a summary.
+type PolicyServerStats struct {
+	Requests  int64   `json:"requests"`
+	Batches   int64   `json:"batches"`
+	MeanBatch float64 `json:"mean_batch"`
+	MaxBatch  int     `json:"max_batch"`
+	Version   int64   `json:"version"`
+	Errors    int64   `json:"errors"`
+}
+
+// policyServer batches act requests from many episodes and runs each batch
+// on the current policy in an inference goroutine, at most maxInflight at
+// once. A batch is run when it reaches maxBatch, or when maxWait has passed
+// since its first request; with maxWait 0 it is run as soon as the server has
+// taken every request already waiting in its mailbox (natural batching:
+// under load batches grow, with one episode there is no waiting). Every
+// action is tagged with the version of the policy that chose it.
+type policyServer struct {
+	pol         policy.Policy
+	version     int64
+	maxBatch    int
+	maxWait     time.Duration
+	maxInflight int
+	root        *actor.RootContext
+	runners     *sync.WaitGroup
+
+	pending   []*ActRequest
+	gen       uint64
+	scheduled bool
+	inflight  int
+	queued    [][]*ActRequest
+	ctx       context.Context
+	cancel    context.CancelFunc
+	st        PolicyServerStats
+}
+
+func (s *policyServer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+	case *ActRequest:
+		s.pending = append(s.pending, m)
+		switch {
+		case len(s.pending) >= s.maxBatch:
+			s.dispatch(ctx)
+		case !s.scheduled:
+			s.scheduled = true
+			gen, self := s.gen, ctx.Self()
+			if s.maxWait <= 0 {
+				ctx.Send(self, &flushBatch{gen: gen})
+			} else {
+				time.AfterFunc(s.maxWait, func() { s.root.Send(self, &flushBatch{gen: gen}) })
+			}
+		}
+	case *flushBatch:
+		if m.gen == s.gen && len(s.pending) > 0 {
+			s.dispatch(ctx)
+		}
+	case *batchDone:
+		s.inflight--
+		if m.failed {
+			s.st.Errors++
+		}
+		switch {
+		case len(s.queued) > 0:
+			b := s.queued[0]
+			s.queued = s.queued[1:]
+			s.launch(ctx, b)
+		case len(s.pending) > 0:
+			s.dispatch(ctx)
+		}
+	case *PolicyUpdate:
+		if m.Version > s.version {
+			s.pol, s.version = m.Policy, m.Version
+		}
+	case *GetStats:
+		st := s.st
+		if st.Batches > 0 {
+			st.MeanBatch = float64(st.Requests) / float64(st.Batches)
+		}
+		st.Version = s.version
+		ctx.Respond(&st)
+	case *actor.Stopping:
+		if s.cancel != nil {
+			s.cancel()
+		}
+	}
+}
+
+// dispatch runs the pending batch if an inference worker is free. While
+// all are busy, requests keep accumulating (up to maxBatch, beyond which full
+// batches queue), so batches grow with load.
+func (s *policyServer) dispatch(ctx actor.Context) {
+	s.gen++
+	s.scheduled = false
+	if s.inflight >= s.maxInflight {
+		if len(s.pending) >= s.maxBatch {
+			s.queued = append(s.queued, s.pending)
+			s.pending = make([]*ActRequest, 0, s.maxBatch)
+		}
+		return
+	}
+	batch := s.pending
+	s.pending = make([]*ActRequest, 0, len(batch))
+	s.launch(ctx, batch)
+}
+
+func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
+	s.inflight++
+	s.st.Batches++
+	s.st.Requests += int64(len(batch))
+	s.st.MaxBatch = max(s.st.MaxBatch, len(batch))
+	pol, version, self, root, ictx := s.pol, s.version, ctx.Self(), s.root, s.ctx
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		obs := make([]env.Observation, len(batch))
+		for i, r := range batch {
+			obs[i] = r.Obs
+		}
+		acts := make([]env.Action, len(batch))
+		err := pol.Act(ictx, obs, acts)
+		if err != nil {
+			err = env.Infra(err)
+		}
+		for i, r := range batch {
+			a := acts[i]
+			a.Version = version
+			root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: a, Err: err})
+		}
+		root.Send(self, &batchDone{n: len(batch), failed: err != nil})
+	}()
+}

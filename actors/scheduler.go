@@ -1,0 +1,265 @@
+package actors
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+)
+
+// Counters are the scheduler's running tallies, readable from any goroutine
+// (a progress bar polls them). Only the scheduler writes them.
+type Counters struct {
+	Admitted    atomic.Int64
+	Completed   atomic.Int64
+	Solved      atomic.Int64
+	FailedInfra atomic.Int64
+	Cancelled   atomic.Int64
+	Retries     atomic.Int64
+	Running     atomic.Int64
+}
+
+// Recorded is the number of episodes with a recorded outcome.
+func (c *Counters) Recorded() int64 {
+	return c.Completed.Load() + c.FailedInfra.Load() + c.Cancelled.Load()
+}
+
+// shutdown tells the scheduler to stop admitting and cancel what runs.
+type shutdown struct{}
+
+// deadline tells the scheduler that the run's duration is over: it stops
+// admitting and lets running episodes finish.
+type deadline struct{}
+
+type schedulerConfig struct {
+	episodes        int64 // 0: until the deadline or a shutdown
+	concurrency     int
+	groupSize       int
+	groupsPerUpdate int
+	maxStaleness    int
+}
+
+// member is one admitted-to-be episode of a planned group.
+type member struct {
+	group     uint64
+	groupSize int
+	task      *env.Task
+}
+
+type running struct {
+	pid  *actor.PID
+	spec *episodeSpec
+}
+
+// scheduler admits episodes: at most concurrency at once, in GRPO groups of
+// groupSize episodes of one task, no further ahead of the learner than the
+// staleness bound allows, until the episode budget or the deadline is
+// reached. It spawns the episodes as its children and supervises them, and
+// keeps the accounting: every admitted episode ends in exactly one outcome.
+type scheduler struct {
+	cfg        schedulerConfig
+	deps       *episodeDeps
+	curriculum *actor.PID
+	c          *Counters
+	log        zerolog.Logger
+	done       chan struct{}
+
+	byID   map[uint64]*running
+	queue  []member
+	qhead  int
+	nextEp uint64
+
+	planned       int64 // episodes assigned to groups (admitted + queued)
+	groupsPlanned int64
+	version       int64
+	outstanding   bool // a NextTasks is in flight
+	draining      bool // no more admission
+	finished      bool
+
+	peakRunning int
+	gateWaits   int64 // times admission waited on the staleness bound
+	maxRestarts int
+	self        *actor.PID
+	pumpLater   bool
+}
+
+// SchedulerStats is the scheduler's part of a summary.
+type SchedulerStats struct {
+	PeakConcurrency int   `json:"peak_concurrency"`
+	StalenessWaits  int64 `json:"staleness_waits"`
+	Groups          int64 `json:"groups"`
+	GroupsPerUpdate int   `json:"groups_per_update"`
+}
+
+func (s *scheduler) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.self = ctx.Self()
+		s.pump(ctx)
+	case *Tasks:
+		s.outstanding = false
+		s.plan(m.Tasks)
+		s.pump(ctx)
+	case *Outcome:
+		s.record(ctx, m)
+	case *deadline:
+		s.log.Info().Msg("duration reached; draining running episodes")
+		s.draining = true
+		s.queue, s.qhead = nil, 0 // planned but never admitted
+		s.pump(ctx)
+	case *shutdown:
+		s.draining = true
+		s.queue, s.qhead = nil, 0
+		for _, r := range s.byID {
+			ctx.Send(r.pid, &Cancel{})
+		}
+		s.pump(ctx)
+	case *pumpNow:
+		s.pumpLater = false
+		s.pump(ctx)
+	case *GetStats:
+		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned, GroupsPerUpdate: s.cfg.groupsPerUpdate})
+	}
+}
+
+// plan turns tasks into queued groups of episodes.
+func (s *scheduler) plan(tasks []*env.Task) {
+	for _, t := range tasks {
+		n := int64(s.cfg.groupSize)
+		if s.cfg.episodes > 0 {
+			n = min(n, s.cfg.episodes-s.planned)
+		}
+		if n <= 0 || s.draining {
+			return
+		}
+		g := uint64(s.groupsPlanned)
+		s.groupsPlanned++
+		s.planned += n
+		for range n {
+			s.queue = append(s.queue, member{group: g, groupSize: int(n), task: t})
+		}
+	}
+}
+
+// gateOpen says whether planning another group keeps the learner within the
+// staleness bound: groups planned < (version + maxStaleness + 1) × batch.
+func (s *scheduler) gateOpen() bool {
+	return s.groupsPlanned < (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate)
+}
+
+func (s *scheduler) budgetLeft() bool {
+	return !s.draining && (s.cfg.episodes == 0 || s.planned < s.cfg.episodes)
+}
+
+// pump admits what it may and asks for tasks when it needs them.
+func (s *scheduler) pump(ctx actor.Context) {
+	for !s.draining && len(s.byID) < s.cfg.concurrency && s.qhead < len(s.queue) {
+		m := s.queue[s.qhead]
+		s.queue[s.qhead] = member{}
+		s.qhead++
+		s.spawn(ctx, m)
+	}
+	if s.qhead == len(s.queue) {
+		s.queue, s.qhead = s.queue[:0], 0
+	}
+	if free := s.cfg.concurrency - len(s.byID) - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding {
+		if !s.gateOpen() {
+			s.gateWaits++
+		} else {
+			n := (free + s.cfg.groupSize - 1) / s.cfg.groupSize
+			head := (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - s.groupsPlanned
+			n = int(min(int64(n), head))
+			if s.cfg.episodes > 0 {
+				left := (s.cfg.episodes - s.planned + int64(s.cfg.groupSize) - 1) / int64(s.cfg.groupSize)
+				n = int(min(int64(n), left))
+			}
+			s.outstanding = true
+			ctx.Send(s.curriculum, &NextTasks{N: n, ReplyTo: ctx.Self()})
+		}
+	}
+	if len(s.byID) == 0 && s.qhead == len(s.queue) && !s.outstanding && !s.budgetLeft() && !s.finished && !s.pumpLater {
+		s.finished = true
+		close(s.done)
+	}
+}
+
+func (s *scheduler) spawn(ctx actor.Context, m member) {
+	spec := &episodeSpec{id: s.nextEp, group: m.group, groupSize: m.groupSize, task: m.task}
+	s.nextEp++
+	pid := ctx.Spawn(newEpisodeProps(spec, s.deps))
+	s.byID[spec.id] = &running{pid: pid, spec: spec}
+	s.c.Admitted.Add(1)
+	s.c.Running.Store(int64(len(s.byID)))
+	s.peakRunning = max(s.peakRunning, len(s.byID))
+}
+
+func (s *scheduler) record(ctx actor.Context, o *Outcome) {
+	if _, ok := s.byID[o.Episode]; !ok {
+		s.log.Error().Uint64("episode", o.Episode).Msg("outcome of an episode that is not running")
+		return
+	}
+	delete(s.byID, o.Episode)
+	s.count(o.Kind, o.Reward, o.Attempts)
+	s.version = max(s.version, o.Version)
+	if o.Kind == Completed {
+		ctx.Send(s.curriculum, o)
+	}
+	s.pump(ctx)
+}
+
+func (s *scheduler) count(kind OutcomeKind, reward float64, attempts int) {
+	switch kind {
+	case Completed:
+		s.c.Completed.Add(1)
+		if reward > 0 {
+			s.c.Solved.Add(1)
+		}
+	case FailedInfra:
+		s.c.FailedInfra.Add(1)
+	case Cancelled:
+		s.c.Cancelled.Add(1)
+	}
+	if attempts > 1 {
+		s.c.Retries.Add(int64(attempts - 1))
+	}
+	s.c.Running.Store(int64(len(s.byID)))
+}
+
+// HandleFailure makes the scheduler the supervisor strategy of its episodes
+// (protoactor asks the parent actor first). It runs on the scheduler's own
+// goroutine, between its messages. An infrastructure fault restarts the
+// episode: a new attempt in a fresh sandbox (the episode itself gives up
+// after its last attempt and reports a failure). Anything else is a bug in
+// the episode: it is stopped and recorded as an infrastructure failure, and
+// the learner is told so that the episode's group can close.
+func (s *scheduler) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, _ any) {
+	if f, ok := reason.(*infraFault); ok && rs.FailureCount() < s.maxRestarts {
+		rs.Fail()
+		s.log.Debug().Uint64("episode", f.episode).Int("attempt", f.attempt).Err(f.err).Msg("restarting episode after an infrastructure fault")
+		sup.RestartChildren(child)
+		return
+	}
+	sup.StopChildren(child)
+	for id, r := range s.byID {
+		if !r.pid.Equal(child) {
+			continue
+		}
+		s.log.Error().Uint64("episode", id).Interface("reason", reason).Msg("episode actor crashed; recorded as an infrastructure failure")
+		delete(s.byID, id)
+		s.count(FailedInfra, 0, 0)
+		s.deps.root.Send(s.deps.learner, &EpisodeResult{
+			Episode: id, Group: r.spec.group, GroupSize: r.spec.groupSize, Task: r.spec.task,
+			Kind: FailedInfra, Err: fmt.Errorf("episode %d: actor crashed: %v: %w", id, reason, env.ErrInfra),
+		})
+		s.pumpLater = true
+		s.deps.root.Send(s.self, &pumpNow{})
+		return
+	}
+}
+
+// pumpNow asks the scheduler to admit what it may (after a crash was handled
+// outside Receive).
+type pumpNow struct{}

@@ -1,0 +1,83 @@
+package actors
+
+import (
+	"context"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/frognano/frog/synth"
+)
+
+// SynthStats is the synthesizer's part of a summary.
+type SynthStats struct {
+	Requests int64 `json:"requests"`
+	Tasks    int64 `json:"tasks"`
+	Errors   int64 `json:"errors"`
+}
+
+// synthesizer answers "k tasks at difficulty d" from a synth.Source. Each
+// request runs in a worker goroutine (real sources validate tasks in
+// sandboxes for minutes), at most maxInflight at once; the rest wait in
+// order.
+type synthesizer struct {
+	src         synth.Source
+	maxInflight int
+	root        *actor.RootContext
+	runners     *sync.WaitGroup
+
+	inflight int
+	queued   []*SynthRequest
+	ctx      context.Context
+	cancel   context.CancelFunc
+	st       SynthStats
+}
+
+type synthFinished struct {
+	n      int
+	failed bool
+}
+
+func (s *synthesizer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+	case *SynthRequest:
+		s.st.Requests++
+		if s.inflight >= s.maxInflight {
+			s.queued = append(s.queued, m)
+			return
+		}
+		s.launch(ctx, m)
+	case *synthFinished:
+		s.inflight--
+		s.st.Tasks += int64(m.n)
+		if m.failed {
+			s.st.Errors++
+		}
+		if len(s.queued) > 0 {
+			next := s.queued[0]
+			s.queued = s.queued[1:]
+			s.launch(ctx, next)
+		}
+	case *GetStats:
+		st := s.st
+		ctx.Respond(&st)
+	case *actor.Stopping:
+		if s.cancel != nil {
+			s.cancel()
+		}
+	}
+}
+
+func (s *synthesizer) launch(ctx actor.Context, m *SynthRequest) {
+	s.inflight++
+	self, root, src, sctx := ctx.Self(), s.root, s.src, s.ctx
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		tasks, err := src.Tasks(sctx, m.K, m.Difficulty)
+		root.Send(m.ReplyTo, &SynthTasks{Tasks: tasks, Err: err})
+		root.Send(self, &synthFinished{n: len(tasks), failed: err != nil})
+	}()
+}

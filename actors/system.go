@@ -1,0 +1,345 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/synth"
+)
+
+// Config shapes one run of the actor system.
+type Config struct {
+	// Run names the run; sandboxes are labelled with it.
+	Run string
+	// Episodes is the number of episodes to admit; 0 means until Duration
+	// passes or the context is cancelled.
+	Episodes int64
+	// Duration stops admission after this long (running episodes finish);
+	// 0 means no limit.
+	Duration time.Duration
+	// Concurrency is the most episodes running at once.
+	Concurrency int
+	// GroupSize is G, the rollouts of one task compared by GRPO.
+	GroupSize int
+	// GroupsPerUpdate is the learner's batch, in groups; 0 picks the smallest
+	// batch with which the staleness bound does not throttle Concurrency.
+	GroupsPerUpdate int
+	// MaxStaleness is the most policy versions an action may lag behind the
+	// learner and still be learned from.
+	MaxStaleness int
+	// MaxAttempts is the most sandboxes one episode may use (1 + retries
+	// after infrastructure faults).
+	MaxAttempts int
+	// MaxSteps bounds the actions of one episode.
+	MaxSteps int
+	// MaxBatch and MaxWait shape the policy server's batches; MaxWait 0
+	// means natural batching. InferenceWorkers is the most batches run at once.
+	MaxBatch         int
+	MaxWait          time.Duration
+	InferenceWorkers int
+	// SynthWorkers is the most synthesizer requests run at once.
+	SynthWorkers int
+	// TaskRefill is the least number of tasks asked of the synthesizer at once.
+	TaskRefill int
+	// CloseTimeout bounds the teardown of one sandbox.
+	CloseTimeout time.Duration
+}
+
+// DefaultConfig is the configuration `frog sim` starts from.
+func DefaultConfig() Config {
+	return Config{
+		Run:              "frog",
+		Episodes:         20000,
+		Concurrency:      1000,
+		GroupSize:        8,
+		MaxStaleness:     4,
+		MaxAttempts:      3,
+		MaxSteps:         16,
+		MaxBatch:         1024,
+		InferenceWorkers: 2,
+		SynthWorkers:     1,
+		TaskRefill:       64,
+		CloseTimeout:     30 * time.Second,
+	}
+}
+
+// Validate reports the first nonsensical field, naming its flag.
+func (c Config) Validate() error {
+	switch {
+	case c.Episodes < 0:
+		return fmt.Errorf("--episodes %d: want >= 0", c.Episodes)
+	case c.Episodes == 0 && c.Duration <= 0:
+		return errors.New("--episodes 0 needs a --duration, or the run would never end")
+	case c.Duration < 0:
+		return fmt.Errorf("--duration %v: want >= 0", c.Duration)
+	case c.Concurrency < 1:
+		return fmt.Errorf("--concurrency %d: want >= 1", c.Concurrency)
+	case c.GroupSize < 1:
+		return fmt.Errorf("--group-size %d: want >= 1", c.GroupSize)
+	case c.GroupsPerUpdate < 0:
+		return fmt.Errorf("--groups-per-update %d: want >= 0 (0 picks one)", c.GroupsPerUpdate)
+	case c.MaxStaleness < 0:
+		return fmt.Errorf("--max-staleness %d: want >= 0", c.MaxStaleness)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("--max-retries %d: want >= 0", c.MaxAttempts-1)
+	case c.MaxSteps < 1:
+		return fmt.Errorf("--max-steps %d: want >= 1", c.MaxSteps)
+	case c.MaxBatch < 1:
+		return fmt.Errorf("--max-batch %d: want >= 1", c.MaxBatch)
+	case c.MaxWait < 0:
+		return fmt.Errorf("--max-wait %v: want >= 0", c.MaxWait)
+	case c.InferenceWorkers < 1:
+		return fmt.Errorf("--inference-workers %d: want >= 1", c.InferenceWorkers)
+	}
+	return nil
+}
+
+// WithDefaults fills the zero fields that have a derived default.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	if c.GroupsPerUpdate == 0 {
+		// An episode lives while about Concurrency others complete. Size the
+		// batch so that this spans MaxStaleness/2 updates: the staleness gate
+		// then never throttles Concurrency, and only stragglers that take
+		// twice the typical time grow too stale to learn from.
+		per := c.GroupSize * max(c.MaxStaleness, 1)
+		c.GroupsPerUpdate = max(1, (2*c.Concurrency+per-1)/per)
+	}
+	if c.SynthWorkers < 1 {
+		c.SynthWorkers = d.SynthWorkers
+	}
+	if c.TaskRefill < 1 {
+		c.TaskRefill = d.TaskRefill
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = d.CloseTimeout
+	}
+	if c.Run == "" {
+		c.Run = d.Run
+	}
+	return c
+}
+
+// Deps are the parts a run is made of.
+type Deps struct {
+	Provider   env.Provider
+	Learner    policy.Learner
+	Source     synth.Source
+	Curriculum synth.Curriculum
+	Log        zerolog.Logger
+	// OnUpdate, when set, is called from the learner actor after every
+	// update (to write metrics.jsonl); it must not block for long.
+	OnUpdate func(UpdateRecord)
+	// Counters, when set, receives the scheduler's tallies as they change.
+	Counters *Counters
+}
+
+// Summary is what a run did. Its counters always satisfy
+// Admitted = Completed + FailedInfra + Cancelled.
+type Summary struct {
+	Episodes          EpisodeCounts         `json:"episodes"`
+	ElapsedSeconds    float64               `json:"elapsed_seconds"`
+	EpisodesPerSecond float64               `json:"episodes_per_second"`
+	Scheduler         SchedulerStats        `json:"scheduler"`
+	Learner           LearnerStats          `json:"learner"`
+	PolicyServer      PolicyServerStats     `json:"policy_server"`
+	Curriculum        synth.CurriculumStats `json:"curriculum"`
+	Synth             SynthStats            `json:"synth"`
+	Sandbox           env.SandboxStats      `json:"sandbox"`
+}
+
+// EpisodeCounts is the accounting of a run.
+type EpisodeCounts struct {
+	Admitted    int64 `json:"admitted"`
+	Completed   int64 `json:"completed"`
+	Solved      int64 `json:"solved"`
+	FailedInfra int64 `json:"failed_infra"`
+	Cancelled   int64 `json:"cancelled"`
+	Retries     int64 `json:"retries"`
+	// Accounted is Admitted == Completed + FailedInfra + Cancelled.
+	Accounted bool `json:"accounted"`
+}
+
+// ErrAccounting is returned (with the summary) when a run's counters do not
+// add up; it would mean an episode was lost.
+var ErrAccounting = errors.New("episode accounting does not add up")
+
+// Run runs the actor system until the episode budget is spent, the duration
+// has passed or ctx is cancelled, and returns what happened. Cancelling ctx
+// is a graceful shutdown: admission stops, every running episode is
+// cancelled, closes its sandbox and is recorded, and Run returns a full
+// summary with a nil error. Run returns only when every actor has stopped and
+// every goroutine it started has exited.
+func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	if deps.Provider == nil || deps.Learner == nil || deps.Source == nil || deps.Curriculum == nil {
+		return Summary{}, errors.New("actors: run needs a provider, a learner, a source and a curriculum")
+	}
+	log := deps.Log.With().Str("component", "actors").Str("run", cfg.Run).Logger()
+	counters := deps.Counters
+	if counters == nil {
+		counters = new(Counters)
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slogHandler{log: log.With().Str("component", "protoactor").Logger()})
+	}))
+	defer system.Shutdown()
+	root := system.Root
+	var runners sync.WaitGroup
+
+	synthPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &synthesizer{src: deps.Source, maxInflight: cfg.SynthWorkers, root: root, runners: &runners}
+	}), "synth")
+	curPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &curriculum{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log}
+	}), "curriculum")
+	serverPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &policyServer{pol: deps.Learner.Policy(), maxBatch: cfg.MaxBatch, maxWait: cfg.MaxWait,
+			maxInflight: cfg.InferenceWorkers, root: root, runners: &runners}
+	}), "policy-server")
+	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &learner{l: deps.Learner, server: serverPID, groupsPerUpdate: cfg.GroupsPerUpdate,
+			maxStaleness: cfg.MaxStaleness, onUpdate: deps.OnUpdate, log: log}
+	}), "learner")
+	edeps := &episodeDeps{
+		run: cfg.Run, provider: deps.Provider, server: serverPID, learner: learnerPID,
+		maxAttempts: cfg.MaxAttempts, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps},
+		closeTimeout: cfg.CloseTimeout, root: root, runners: &runners, log: log,
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	schedPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &scheduler{
+			cfg: schedulerConfig{episodes: cfg.Episodes, concurrency: cfg.Concurrency, groupSize: cfg.GroupSize,
+				groupsPerUpdate: cfg.GroupsPerUpdate, maxStaleness: cfg.MaxStaleness},
+			deps: edeps, curriculum: curPID, c: counters, log: log, done: done,
+			byID: make(map[uint64]*running), maxRestarts: cfg.MaxAttempts - 1,
+		}
+	}), "scheduler")
+	log.Info().Int64("episodes", cfg.Episodes).Int("concurrency", cfg.Concurrency).
+		Int("group_size", cfg.GroupSize).Int("groups_per_update", cfg.GroupsPerUpdate).Msg("run started")
+
+	var timeout <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	interrupted := false
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case <-timeout:
+			root.Send(schedPID, &deadline{})
+			timeout = nil
+		case <-ctx.Done():
+			if !interrupted {
+				interrupted = true
+				log.Info().Msg("shutting down: cancelling running episodes")
+				root.Send(schedPID, &shutdown{})
+			}
+		}
+	}
+	elapsed := time.Since(start)
+
+	var sum Summary
+	var errs []error
+	ask := func(pid *actor.PID, msg any, into any) {
+		res, err := root.RequestFuture(pid, msg, time.Minute).Result()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ask %s for statistics: %w", pid.Id, err))
+			return
+		}
+		switch v := res.(type) {
+		case *LearnerStats:
+			*into.(*LearnerStats) = *v
+		case *PolicyServerStats:
+			*into.(*PolicyServerStats) = *v
+		case *synth.CurriculumStats:
+			*into.(*synth.CurriculumStats) = *v
+		case *SynthStats:
+			*into.(*SynthStats) = *v
+		case *SchedulerStats:
+			*into.(*SchedulerStats) = *v
+		}
+	}
+	ask(learnerPID, &Flush{}, &sum.Learner)
+	ask(serverPID, &GetStats{}, &sum.PolicyServer)
+	ask(curPID, &GetStats{}, &sum.Curriculum)
+	ask(synthPID, &GetStats{}, &sum.Synth)
+	ask(schedPID, &GetStats{}, &sum.Scheduler)
+	for _, pid := range []*actor.PID{schedPID, learnerPID, serverPID, curPID, synthPID} {
+		if err := root.StopFuture(pid).Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", pid.Id, err))
+		}
+	}
+	runners.Wait()
+
+	sum.Episodes = EpisodeCounts{
+		Admitted: counters.Admitted.Load(), Completed: counters.Completed.Load(), Solved: counters.Solved.Load(),
+		FailedInfra: counters.FailedInfra.Load(), Cancelled: counters.Cancelled.Load(), Retries: counters.Retries.Load(),
+	}
+	e := &sum.Episodes
+	e.Accounted = e.Admitted == e.Completed+e.FailedInfra+e.Cancelled
+	sum.ElapsedSeconds = elapsed.Seconds()
+	if elapsed > 0 {
+		sum.EpisodesPerSecond = float64(counters.Recorded()) / elapsed.Seconds()
+	}
+	if s, ok := deps.Provider.(env.ProviderStats); ok {
+		sum.Sandbox = s.Stats()
+	}
+	if !e.Accounted {
+		errs = append(errs, fmt.Errorf("%w: admitted %d, completed %d, failed_infra %d, cancelled %d",
+			ErrAccounting, e.Admitted, e.Completed, e.FailedInfra, e.Cancelled))
+	}
+	log.Info().Int64("admitted", e.Admitted).Int64("completed", e.Completed).Int64("failed_infra", e.FailedInfra).
+		Int64("cancelled", e.Cancelled).Float64("seconds", sum.ElapsedSeconds).Msg("run finished")
+	return sum, errors.Join(errs...)
+}
+
+// slogHandler routes protoactor-go's log/slog output into zerolog. Its
+// chatter (system started, dead letters, supervision) is debug-level for frog.
+type slogHandler struct {
+	log   zerolog.Logger
+	attrs []slog.Attr
+}
+
+func (h slogHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return h.log.GetLevel() <= zerolog.DebugLevel || l >= slog.LevelError
+}
+
+func (h slogHandler) Handle(_ context.Context, r slog.Record) error {
+	ev := h.log.Debug()
+	if r.Level >= slog.LevelError {
+		ev = h.log.Warn()
+	}
+	for _, a := range h.attrs {
+		ev = ev.Str(a.Key, a.Value.String())
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		ev = ev.Str(a.Key, a.Value.String())
+		return true
+	})
+	ev.Msg(r.Message)
+	return nil
+}
+
+func (h slogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return slogHandler{log: h.log, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
+}
+
+func (h slogHandler) WithGroup(string) slog.Handler { return h }

@@ -1,0 +1,243 @@
+// Package cli is frog's command line: one cobra command per job (sim, bench,
+// …), wired to the actors, env, policy and synth packages. Main is what the
+// frog binary runs; Run is the testable entry point.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Version is frog's version, written into every run directory.
+var Version = "0.1.0-dev"
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// UsageError is a bad flag, argument or value: exit code 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ErrInterrupted is returned when a signal stopped the job; what it had done
+// was recorded and reported first.
+var ErrInterrupted = errors.New("interrupted")
+
+// ExitCode maps an error returned by Run to the process's exit code.
+func ExitCode(err error) int {
+	var u *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u):
+		return ExitUsage
+	case errors.Is(err, ErrInterrupted):
+		return ExitInterrupted
+	}
+	return ExitFailure
+}
+
+// Main runs frog with the process's arguments and streams: the first SIGINT
+// or SIGTERM shuts the job down gracefully, a second one kills it.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal now terminates the process
+	}()
+	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, ErrInterrupted) {
+		fmt.Fprintf(os.Stderr, "frog: %v\n", err)
+		var u *UsageError
+		if errors.As(err, &u) {
+			fmt.Fprintln(os.Stderr, "Run 'frog --help' for usage.")
+		}
+	}
+	return ExitCode(err)
+}
+
+// globals are the flags every command takes.
+type globals struct {
+	logFormat  string
+	logLevel   string
+	cpuProfile string
+	memProfile string
+	stdout     io.Writer
+	stderr     io.Writer
+	cpuFile    *os.File
+}
+
+// logger builds the zerolog logger the flags ask for.
+func (g *globals) logger() (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil || g.logLevel == "" {
+		return zerolog.Nop(), usagef("--log-level %q: want trace, debug, info, warn, error or disabled", g.logLevel)
+	}
+	var w io.Writer
+	switch g.logFormat {
+	case "console":
+		w = zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(g.stderr)}
+	case "json":
+		w = g.stderr
+	default:
+		return zerolog.Nop(), usagef("--log-format %q: want console or json", g.logFormat)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// Run runs frog with args (without the program name), writing results to
+// stdout and logs and progress to stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "frog",
+		Short: "Train and study coding agents with RL on self-synthesized bug-fix tasks",
+		Long: `frog trains coding agents with reinforcement learning on bug-fix tasks that it
+synthesizes itself, online, at the frontier of what the current policy can learn.
+It is an actor system: one actor per episode, each owning one sandbox, a policy
+server that batches inference, a learner (GRPO), a curriculum and a synthesizer.
+
+Results go to standard output (a table, or one JSON object with --json); logs
+and the progress bar go to standard error.
+
+Exit codes: 0 success, 1 failure, 2 bad usage, 130 interrupted (after a
+graceful shutdown that records every episode).`,
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetContext(ctx)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Err: fmt.Errorf("%s: %w", c.CommandPath(), err)}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.logFormat, "log-format", "console", "log format on stderr: console or json")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
+	pf.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the command to this file")
+	pf.StringVar(&g.memProfile, "memprofile", "", "write a heap profile (pprof) at the end of the command to this file")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.startProfiles() }
+	root.PersistentPostRunE = func(*cobra.Command, []string) error { return g.stopProfiles() }
+	root.AddCommand(newSimCmd(g), newBenchCmd(g), newVersionCmd(g))
+	for _, c := range root.Commands() {
+		c.Flags().SetNormalizeFunc(normalize)
+	}
+	err := root.Execute()
+	if err != nil && isCobraUsage(err) {
+		return &UsageError{Err: err}
+	}
+	return err
+}
+
+// normalize accepts --workers as another name of --concurrency.
+func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if name == "workers" {
+		name = "concurrency"
+	}
+	return pflag.NormalizedName(name)
+}
+
+// isCobraUsage recognizes cobra's own argument errors (unknown command,
+// wrong number of arguments), which carry no type of their own.
+func isCobraUsage(err error) bool {
+	var u *UsageError
+	if errors.As(err, &u) {
+		return false
+	}
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.Contains(s, "arg(s)") ||
+		strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "unknown shorthand flag")
+}
+
+func (g *globals) startProfiles() error {
+	if g.cpuProfile == "" {
+		return nil
+	}
+	f, err := os.Create(g.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	g.cpuFile = f
+	return nil
+}
+
+func (g *globals) stopProfiles() error {
+	if g.cpuFile != nil {
+		pprof.StopCPUProfile()
+		if err := g.cpuFile.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		g.cpuFile = nil
+	}
+	if g.memProfile != "" {
+		f, err := os.Create(g.memProfile)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+	}
+	return nil
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print frog's version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(g.stdout, "frog", version())
+			return err
+		},
+	}
+}
+
+func version() string {
+	v := Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}

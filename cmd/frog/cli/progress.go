@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/frognano/frog/actors"
+)
+
+// progress draws a bar on stderr while a run goes, from the scheduler's
+// counters. It draws nothing unless both stdout and stderr are terminals.
+type progress struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startProgress(g *globals, want bool, total int64, d time.Duration, c *actors.Counters) *progress {
+	p := &progress{done: make(chan struct{})}
+	if !want || !isTerminal(g.stdout) || !isTerminal(g.stderr) {
+		return p
+	}
+	max := total
+	if max == 0 {
+		max = -1 // a spinner: the run ends by --duration
+	}
+	bar := progressbar.NewOptions64(max,
+		progressbar.OptionSetWriter(g.stderr),
+		progressbar.OptionSetDescription("episodes"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("ep"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionFullWidth(),
+	)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				_ = bar.Finish()
+				return
+			case <-t.C:
+				rec, solved := c.Recorded(), c.Solved.Load()
+				desc := fmt.Sprintf("episodes (%d running, %d infra failed", c.Running.Load(), c.FailedInfra.Load())
+				if done := c.Completed.Load(); done > 0 {
+					desc += fmt.Sprintf(", %.0f%% solved", 100*float64(solved)/float64(done))
+				}
+				bar.Describe(desc + ")")
+				_ = bar.Set64(rec)
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) stop() {
+	close(p.done)
+	p.wg.Wait()
+}

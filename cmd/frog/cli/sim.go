@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env"
+	envsim "github.com/frognano/frog/env/sim"
+	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/synth"
+	synthsim "github.com/frognano/frog/synth/sim"
+)
+
+// simOptions are the flags of `frog sim`; they are also what config.json
+// records.
+type simOptions struct {
+	Run     actors.Config `json:"actors"`
+	Seed    uint64        `json:"seed"`
+	Sandbox string        `json:"sandbox"`
+
+	TimeScale      float64 `json:"time_scale"`
+	FaultRate      float64 `json:"fault_rate"`
+	Curriculum     string  `json:"curriculum"`
+	Difficulty     float64 `json:"difficulty"`
+	TargetPassRate float64 `json:"target_pass_rate"`
+	CurriculumRate float64 `json:"curriculum_rate"`
+	TaskSpread     float64 `json:"task_spread"`
+	InitialSkill   float64 `json:"initial_skill"`
+	LearningRate   float64 `json:"learning_rate"`
+
+	JSON   bool   `json:"-"`
+	RunDir string `json:"-"`
+	NoDir  bool   `json:"-"`
+	Name   string `json:"name"`
+}
+
+// sandboxFactories are the sandbox backends `frog sim` can run on.
+var sandboxFactories = map[string]func(o *simOptions, log zerolog.Logger) (env.Provider, error){
+	"sim": func(o *simOptions, _ zerolog.Logger) (env.Provider, error) {
+		cfg := envsim.DefaultConfig()
+		cfg.Seed, cfg.TimeScale, cfg.FaultRate = o.Seed, o.TimeScale, o.FaultRate
+		return envsim.New(cfg)
+	},
+}
+
+func newSimCmd(g *globals) *cobra.Command {
+	o := &simOptions{Run: actors.DefaultConfig()}
+	c := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate rollouts: the real actors on simulated sandboxes and a simulated policy",
+		Long: `sim runs frog's actor system (scheduler, one actor per episode, policy server,
+learner, curriculum, synthesizer) against simulated sandboxes and a simulated
+agent, to plan capacity and to study curricula cheaply.
+
+The simulated agent solves a task with probability σ(skill − difficulty); each
+learner update raises its skill in proportion to the learning signal of the
+batch (the within-group reward variance). It is a model, not evidence: see
+docs/sim-model.md.
+
+With --concurrency 1 (one worker) a run is exactly reproducible from its seed:
+two runs print the same summary, timings aside.
+
+A run directory (config.json, metrics.jsonl with one line per learner update,
+summary.json) is written unless --no-run-dir is given.`,
+		Example: `  frog sim
+  frog sim --episodes 200000 --concurrency 10000 --time-scale 0 --seed 1 --json
+  frog sim --fault-rate 0.2 --max-retries 2
+  frog sim --curriculum fixed --difficulty 6
+  frog sim --time-scale 1 --duration 30s --concurrency 256`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runSim(c.Context(), g, o) },
+	}
+	f := c.Flags()
+	f.Int64Var(&o.Run.Episodes, "episodes", o.Run.Episodes, "episodes to run (0: until --duration)")
+	f.DurationVar(&o.Run.Duration, "duration", 0, "stop admitting episodes after this long, e.g. 30s (0: no limit)")
+	f.IntVar(&o.Run.Concurrency, "concurrency", o.Run.Concurrency, "episodes running at once (alias --workers); 1 makes a seeded run reproducible")
+	f.IntVar(&o.Run.GroupSize, "group-size", o.Run.GroupSize, "GRPO group size G: rollouts per task")
+	f.IntVar(&o.Run.GroupsPerUpdate, "groups-per-update", 0, "groups per learner update (0: the smallest batch that lets --concurrency run within --max-staleness)")
+	f.IntVar(&o.Run.MaxStaleness, "max-staleness", o.Run.MaxStaleness, "most policy versions an action may lag the learner")
+	retries := f.Int("max-retries", o.Run.MaxAttempts-1, "retries of an episode after infrastructure faults")
+	f.IntVar(&o.Run.MaxSteps, "max-steps", o.Run.MaxSteps, "most actions per episode")
+	f.IntVar(&o.Run.MaxBatch, "max-batch", o.Run.MaxBatch, "most act requests per inference batch")
+	f.DurationVar(&o.Run.MaxWait, "max-wait", 0, "longest a request waits for its batch to fill (0: natural batching)")
+	f.IntVar(&o.Run.InferenceWorkers, "inference-workers", o.Run.InferenceWorkers, "inference batches run at once")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of every random choice")
+	f.StringVar(&o.Sandbox, "sandbox", "sim", "sandbox backend: sim")
+	f.Float64Var(&o.TimeScale, "time-scale", 0, "multiplier of simulated latencies (0: no waiting, 1: real time)")
+	f.Float64Var(&o.FaultRate, "fault-rate", 0, "probability that a sandbox suffers an infrastructure fault (crash, hang, slow start)")
+	f.StringVar(&o.Curriculum, "curriculum", "target", "curriculum: target (keep the pass rate at --target-pass-rate) or fixed (always --difficulty)")
+	f.Float64Var(&o.Difficulty, "difficulty", 0, "starting difficulty (target) or the difficulty (fixed)")
+	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "pass rate the target curriculum aims at")
+	f.Float64Var(&o.CurriculumRate, "curriculum-rate", 0.01, "step of the target curriculum's ability estimate per outcome")
+	f.Float64Var(&o.TaskSpread, "task-spread", 0.5, "standard deviation of a task's difficulty around the one asked for")
+	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "simulated agent's starting skill")
+	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
+	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object (no progress bar)")
+	f.StringVar(&o.Name, "name", "", "run name (default sim-<UTC time>)")
+	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
+	f.BoolVar(&o.NoDir, "no-run-dir", false, "write no run directory")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		o.Run.MaxAttempts = *retries + 1
+		return o.validate()
+	}
+	return c
+}
+
+func (o *simOptions) validate() error {
+	if err := o.Run.Validate(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if _, ok := sandboxFactories[o.Sandbox]; !ok {
+		return usagef("--sandbox %q: want one of %s", o.Sandbox, strings.Join(keys(sandboxFactories), ", "))
+	}
+	if o.Curriculum != "target" && o.Curriculum != "fixed" {
+		return usagef("--curriculum %q: want target or fixed", o.Curriculum)
+	}
+	for name, v := range map[string]float64{"--time-scale": o.TimeScale, "--difficulty": o.Difficulty,
+		"--task-spread": o.TaskSpread, "--initial-skill": o.InitialSkill, "--learning-rate": o.LearningRate} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return usagef("%s %v: want a finite number", name, v)
+		}
+	}
+	switch {
+	case o.TimeScale < 0:
+		return usagef("--time-scale %v: want >= 0", o.TimeScale)
+	case o.FaultRate < 0 || o.FaultRate > 1 || math.IsNaN(o.FaultRate):
+		return usagef("--fault-rate %v: want a probability in [0, 1]", o.FaultRate)
+	case !(o.TargetPassRate > 0 && o.TargetPassRate < 1):
+		return usagef("--target-pass-rate %v: want a number strictly between 0 and 1", o.TargetPassRate)
+	case !(o.CurriculumRate > 0):
+		return usagef("--curriculum-rate %v: want > 0", o.CurriculumRate)
+	case o.TaskSpread < 0:
+		return usagef("--task-spread %v: want >= 0", o.TaskSpread)
+	case o.LearningRate < 0:
+		return usagef("--learning-rate %v: want >= 0", o.LearningRate)
+	}
+	return nil
+}
+
+// simReport is the summary `frog sim` prints.
+type simReport struct {
+	actors.Summary
+	Sim          simStats   `json:"sim"`
+	PeakRSSBytes int64      `json:"peak_rss_bytes"`
+	Interrupted  bool       `json:"interrupted"`
+	Config       simOptions `json:"config"`
+	Version      string     `json:"frog_version"`
+}
+
+type simStats struct {
+	InitialSkill float64 `json:"initial_skill"`
+	FinalSkill   float64 `json:"final_skill"`
+}
+
+func runSim(ctx context.Context, g *globals, o *simOptions) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	o.Run = o.Run.WithDefaults()
+	if o.Name == "" {
+		o.Name = "sim-" + time.Now().UTC().Format("20060102-150405")
+	}
+	o.Run.Run = o.Name
+	log = log.With().Str("run", o.Name).Logger()
+
+	prov, err := sandboxFactories[o.Sandbox](o, log)
+	if err != nil {
+		return fmt.Errorf("sandbox %s: %w", o.Sandbox, err)
+	}
+	var cur synth.Curriculum = &synth.Fixed{D: o.Difficulty}
+	if o.Curriculum == "target" {
+		if cur, err = synth.NewTarget(o.TargetPassRate, o.Difficulty, o.CurriculumRate); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	learner := policysim.NewLearner(o.InitialSkill, o.LearningRate, o.Seed)
+	deps := actors.Deps{
+		Provider: prov, Learner: learner, Source: synthsim.New(o.Seed, o.TaskSpread),
+		Curriculum: cur, Log: log, Counters: new(actors.Counters),
+	}
+
+	var dir *runDir
+	if !o.NoDir {
+		path := o.RunDir
+		if path == "" {
+			path = filepath.Join("runs", o.Name)
+		}
+		if dir, err = createRunDir(path, simReport{Config: *o, Version: version()}.configRecord()); err != nil {
+			return err
+		}
+		defer dir.close()
+		deps.OnUpdate = dir.onUpdate(log)
+		log.Info().Str("dir", path).Msg("run directory")
+	}
+
+	bar := startProgress(g, !o.JSON, o.Run.Episodes, o.Run.Duration, deps.Counters)
+	sum, runErr := actors.Run(ctx, o.Run, deps)
+	bar.stop()
+
+	rep := simReport{
+		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()},
+		PeakRSSBytes: peakRSS(), Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
+	}
+	if dir != nil {
+		if err := dir.writeSummary(rep); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	if err := rep.print(g.stdout, o.JSON); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if rep.Interrupted {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+func (r simReport) configRecord() any {
+	return struct {
+		Version string     `json:"frog_version"`
+		Command string     `json:"command"`
+		Config  simOptions `json:"config"`
+	}{r.Version, "sim", r.Config}
+}
+
+func (r simReport) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		return enc.Encode(r)
+	}
+	e := r.Episodes
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "episodes\tadmitted %d\tcompleted %d\tfailed_infra %d\tcancelled %d\taccounted %v\n",
+		e.Admitted, e.Completed, e.FailedInfra, e.Cancelled, e.Accounted)
+	solved := 0.0
+	if e.Completed > 0 {
+		solved = float64(e.Solved) / float64(e.Completed)
+	}
+	fmt.Fprintf(tw, "outcomes\tsolved %d (%.1f%%)\tretries %d\t\t\n", e.Solved, 100*solved, e.Retries)
+	fmt.Fprintf(tw, "throughput\t%.0f episodes/s\t%.2f s\tpeak %d running\tpeak RSS %s\n",
+		r.EpisodesPerSecond, r.ElapsedSeconds, r.Scheduler.PeakConcurrency, bytesString(r.PeakRSSBytes))
+	l := r.Learner
+	fmt.Fprintf(tw, "learner\t%d updates\tmax staleness %d/%d\tstale dropped %d\tzero-signal groups %.1f%%\n",
+		l.Updates, l.MaxStalenessSeen, l.MaxStaleness, l.StaleDropped, 100*l.ZeroSignalShare)
+	fmt.Fprintf(tw, "policy server\t%d requests\t%d batches\tmean batch %.1f\tmax batch %d\n",
+		r.PolicyServer.Requests, r.PolicyServer.Batches, r.PolicyServer.MeanBatch, r.PolicyServer.MaxBatch)
+	fmt.Fprintf(tw, "curriculum\t%s\tfinal difficulty %.2f\tpass rate %.3f\t\n",
+		r.Curriculum.Kind, r.Curriculum.Difficulty, r.Curriculum.PassRate)
+	fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
+	if r.Interrupted {
+		fmt.Fprintf(tw, "interrupted\trunning episodes were cancelled and recorded\t\t\t\n")
+	}
+	return tw.Flush()
+}
+
+func bytesString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

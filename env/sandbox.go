@@ -1,0 +1,87 @@
+package env
+
+import (
+	"context"
+	"time"
+)
+
+// Sandbox is one isolated workspace owned by one episode. The episode opens it
+// through a Provider when it starts and closes it when it stops, on every path.
+//
+// A Sandbox is used by one goroutine at a time (the episode's). Every method
+// blocks until done or until ctx is cancelled; after cancellation a method
+// returns promptly with an error wrapping ctx.Err(). Faults of the sandbox
+// itself wrap ErrInfra. Paths are relative to the workspace; a path that
+// escapes it is refused with an error that does not wrap ErrInfra, since it is
+// the agent's mistake.
+type Sandbox interface {
+	// Exec runs a command in the workspace and waits for it. A command that
+	// exits non-zero or runs past its timeout is a result, not an error.
+	Exec(ctx context.Context, opts ExecOptions) (ExecResult, error)
+	// ReadFile returns the content of a file in the workspace.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// WriteFile replaces (or creates) a file in the workspace.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// Close releases the sandbox and everything in it. It is idempotent and
+	// must succeed even when the episode's context is already cancelled:
+	// callers pass a detached context with a bounded timeout.
+	Close(ctx context.Context) error
+}
+
+// ExecOptions says what to run.
+type ExecOptions struct {
+	// Cmd is the argument vector; Cmd[0] is looked up in the sandbox's PATH.
+	Cmd []string
+	// Stdin is written to the command's standard input.
+	Stdin []byte
+	// Timeout bounds the command; 0 means the provider's default. When it
+	// expires the whole process tree is killed and the result has TimedOut.
+	Timeout time.Duration
+	// MaxOutput caps the bytes kept of stdout and of stderr; 0 means the
+	// provider's default.
+	MaxOutput int
+}
+
+// ExecResult is what a command did.
+type ExecResult struct {
+	ExitCode  int
+	Stdout    []byte
+	Stderr    []byte
+	TimedOut  bool
+	OOMKilled bool
+	Truncated bool
+	Duration  time.Duration
+}
+
+// Provider opens sandboxes. Open is called concurrently from many episodes; it
+// blocks until the sandbox is ready, the provider's concurrency limit admits
+// it, or ctx is cancelled. Faults wrap ErrInfra.
+type Provider interface {
+	Open(ctx context.Context, opts OpenOptions) (Sandbox, error)
+}
+
+// OpenOptions identifies who a sandbox is for. Backends label what they
+// create with Run and Episode so that a reaper can find what a dead run left.
+type OpenOptions struct {
+	Run     string
+	Episode uint64
+	// Attempt counts retries of the same episode after infrastructure faults,
+	// from 0.
+	Attempt int
+	Task    *Task
+}
+
+// ProviderStats is an optional capability of a Provider: counters for tests
+// and summaries. Live is the number of sandboxes opened and not yet closed.
+type ProviderStats interface {
+	Stats() SandboxStats
+}
+
+// SandboxStats counts what a provider did.
+type SandboxStats struct {
+	Opened int64 `json:"opened"`
+	Closed int64 `json:"closed"`
+	Live   int64 `json:"live"`
+	// Faults counts infrastructure faults injected or observed, by kind.
+	Faults map[string]int64 `json:"faults,omitempty"`
+}

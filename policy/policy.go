@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"context"
+
+	"github.com/frognano/frog/env"
+)
+
+// Policy chooses actions for a batch of observations. A Policy value is an
+// immutable snapshot of one version of the weights: the learner publishes a
+// new one after each update, and the policy server swaps it in between
+// batches.
+//
+// Act is called by the policy server's inference goroutine, possibly from
+// several goroutines at once (one per in-flight batch); it fills acts[i] for
+// obs[i], blocks until done or ctx is cancelled, and wraps env.ErrInfra when a
+// model server cannot be reached. The actions' Version fields are set by the
+// caller.
+type Policy interface {
+	Act(ctx context.Context, obs []env.Observation, acts []env.Action) error
+}
+
+// Group is the G rollouts of one task that GRPO compares with each other.
+// Only completed episodes are in it: infrastructure failures never enter a
+// group's statistics.
+type Group struct {
+	Task         *env.Task
+	Trajectories []*env.Trajectory
+}
+
+// Rewards returns the group's rewards in order.
+func (g *Group) Rewards() []float64 {
+	r := make([]float64, len(g.Trajectories))
+	for i, t := range g.Trajectories {
+		r[i] = t.Reward
+	}
+	return r
+}
+
+// Learner turns batches of groups into new policies. It is called from the
+// learner actor's goroutine, one call at a time.
+type Learner interface {
+	// Policy is the current policy.
+	Policy() Policy
+	// Update applies one batch and returns the new policy and what the update
+	// did. It blocks until done or ctx is cancelled.
+	Update(ctx context.Context, batch []Group) (Policy, UpdateStats, error)
+}
+
+// UpdateStats describes one update, for metrics.jsonl and summaries.
+type UpdateStats struct {
+	Groups       int     `json:"groups"`
+	Trajectories int     `json:"trajectories"`
+	MeanReward   float64 `json:"mean_reward"`
+	// ZeroSignalGroups counts groups whose rewards are all equal: they carry
+	// no GRPO signal.
+	ZeroSignalGroups int `json:"zero_signal_groups"`
+	// Signal is the mean within-group reward variance, the learning signal
+	// of the batch.
+	Signal float64 `json:"signal"`
+	Loss   float64 `json:"loss"`
+	// Extra holds learner-specific figures (the simulated skill, a norm).
+	Extra map[string]float64 `json:"extra,omitempty"`
+}

@@ -1,0 +1,136 @@
+// Package sim is a simulated agent and learner, a model for planning capacity
+// and for studying curricula — not evidence about real agents (see
+// docs/sim-model.md).
+//
+// The agent solves a task with probability σ(skill − difficulty), σ the
+// logistic function. An episode is three actions: view the buggy file, edit it
+// (with the gold patch if the episode's draw succeeds, a wrong fix
+// otherwise), submit. Every draw comes from a generator seeded by (Seed,
+// episode, attempt, step), so an episode's choices do not depend on how the
+// policy server happened to batch it.
+//
+// The learner raises the skill in proportion to the learning signal of each
+// batch, the mean within-group reward variance: groups that all pass or all
+// fail teach nothing, groups at a pass rate of one half teach most.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+)
+
+// SolveProb is the chance that a policy of the given skill solves a task of
+// the given difficulty: the logistic function of their difference.
+func SolveProb(skill, difficulty float64) float64 {
+	return 1 / (1 + math.Exp(difficulty-skill))
+}
+
+// Policy is one version of the simulated agent.
+type Policy struct {
+	Skill float64
+	Seed  uint64
+}
+
+var (
+	_ policy.Policy  = Policy{}
+	_ policy.Learner = (*Learner)(nil)
+)
+
+// WrongFix is the content the simulated agent writes when its draw fails.
+const WrongFix = "// a plausible but wrong fix\n"
+
+// Act chooses, for each observation, the next of view, edit, submit.
+func (p Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
+	if len(acts) < len(obs) {
+		return errors.New("sim policy: fewer action slots than observations")
+	}
+	for i := range obs {
+		o := &obs[i]
+		if o.Task == nil {
+			return fmt.Errorf("sim policy: episode %d: observation without a task", o.Episode)
+		}
+		switch o.Step {
+		case 0:
+			acts[i] = env.Action{Tool: env.ToolView, Path: o.Task.File}
+		case 1:
+			prob := SolveProb(p.Skill, o.Task.Difficulty)
+			var src rand.PCG
+			src.Seed(mix(p.Seed^seedTag), mix(o.Episode<<8|uint64(o.Attempt&0xff)))
+			if u := float64(src.Uint64()>>11) / (1 << 53); u < prob {
+				acts[i] = env.Action{Tool: env.ToolEdit, Path: o.Task.File, New: o.Task.Patch, LogProb: math.Log(prob)}
+			} else {
+				acts[i] = env.Action{Tool: env.ToolEdit, Path: o.Task.File, New: WrongFix, LogProb: math.Log1p(-prob)}
+			}
+		default:
+			acts[i] = env.Action{Tool: env.ToolSubmit}
+		}
+	}
+	return ctx.Err()
+}
+
+// Learner is the simulated learning rule.
+type Learner struct {
+	cur Policy
+	// Rate is the skill gained per unit of learning signal: per group at a
+	// pass rate of one half (variance 1/4), Rate/4.
+	Rate float64
+}
+
+// NewLearner starts from a policy of the given skill.
+func NewLearner(skill, rate float64, seed uint64) *Learner {
+	return &Learner{cur: Policy{Skill: skill, Seed: seed}, Rate: rate}
+}
+
+// Policy returns the current simulated policy.
+func (l *Learner) Policy() policy.Policy { return l.cur }
+
+// Skill returns the current skill.
+func (l *Learner) Skill() float64 { return l.cur.Skill }
+
+// Update raises the skill by Rate × the sum over the batch's groups of the
+// within-group reward variance.
+func (l *Learner) Update(ctx context.Context, batch []policy.Group) (policy.Policy, policy.UpdateStats, error) {
+	st := policy.UpdateStats{Groups: len(batch)}
+	var signal, rewards float64
+	for i := range batch {
+		r := batch[i].Rewards()
+		v := policy.Variance(r)
+		if v == 0 {
+			st.ZeroSignalGroups++
+		}
+		signal += v
+		for _, x := range r {
+			rewards += x
+		}
+		st.Trajectories += len(r)
+	}
+	if len(batch) > 0 {
+		st.Signal = signal / float64(len(batch))
+	}
+	if st.Trajectories > 0 {
+		st.MeanReward = rewards / float64(st.Trajectories)
+	}
+	// The batch's signal is the sum over its groups, so the skill gained per
+	// episode does not depend on how episodes are batched.
+	l.cur.Skill += l.Rate * signal
+	st.Loss = -st.Signal
+	st.Extra = map[string]float64{"skill": l.cur.Skill}
+	return l.cur, st, ctx.Err()
+}
+
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// seedTag separates the policy's draws from the sandbox's and the task
+// source's, which are seeded from the same run seed.
+const seedTag = 0x706f6c696379 // "policy"

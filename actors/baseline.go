@@ -88,9 +88,12 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		for r := range results {
 			lrn.add(r)
 			if lrn.closed >= lrn.groupsPerUpdate {
-				batch := lrn.ready
+				batch := lrn.fresh(lrn.ready)
 				lrn.ready, lrn.closed = nil, 0
-				p, _, err := lrn.l.Update(ctx, batch)
+				p, err := lrn.l.Policy(), error(nil)
+				if len(batch) > 0 {
+					p, _, err = lrn.l.Update(ctx, batch)
+				}
 				if err == nil {
 					lrn.version++
 					lrn.st.Updates++

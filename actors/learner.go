@@ -23,6 +23,9 @@ type UpdateRecord struct {
 type LearnerStats struct {
 	Updates       int64 `json:"updates"`
 	FailedUpdates int64 `json:"failed_updates"`
+	// EmptyBatches are batches with nothing to learn from; they advance the
+	// version without an update.
+	EmptyBatches int64 `json:"empty_batches"`
 	Version       int64 `json:"version"`
 	Results       int64 `json:"results"`
 	Trajectories  int64 `json:"trajectories"`
@@ -64,12 +67,12 @@ func (l *learner) Receive(ctx actor.Context) {
 	case *actor.Started:
 		l.groups = make(map[uint64]*groupAcc)
 	case *EpisodeResult:
-		stale := l.add(m)
+		l.add(m)
 		if l.closed >= l.groupsPerUpdate {
 			l.update(ctx)
 		}
 		if m.ReportTo != nil {
-			o := &Outcome{Episode: m.Episode, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version, Stale: stale}
+			o := &Outcome{Episode: m.Episode, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
 			if m.Trajectory != nil {
 				o.Reward = m.Trajectory.Reward
 			}
@@ -94,8 +97,8 @@ func (l *learner) Receive(ctx actor.Context) {
 }
 
 // add files one result under its group and closes the group when all its
-// members have reported. It reports whether the trajectory was too stale.
-func (l *learner) add(m *EpisodeResult) (stale bool) {
+// members have reported.
+func (l *learner) add(m *EpisodeResult) {
 	l.st.Results++
 	g := l.groups[m.Group]
 	if g == nil {
@@ -104,25 +107,12 @@ func (l *learner) add(m *EpisodeResult) (stale bool) {
 	}
 	g.received++
 	if m.Kind == Completed && m.Trajectory != nil {
-		if v := m.Trajectory.MinVersion(); v >= 0 {
-			age := l.version - v
-			if policy.StalenessWeight(v, l.version, l.maxStaleness) == 0 {
-				l.st.StaleDropped++
-				stale = true
-			} else {
-				l.st.MaxStalenessSeen = max(l.st.MaxStalenessSeen, age)
-			}
-		}
-		if !stale {
-			g.trajs = append(g.trajs, m.Trajectory)
-			l.st.Trajectories++
-		}
+		g.trajs = append(g.trajs, m.Trajectory)
 	}
 	if g.received >= g.expected {
 		l.close(g)
 		delete(l.groups, m.Group)
 	}
-	return stale
 }
 
 // close moves a group to the next batch. A group counts toward the batch
@@ -130,19 +120,57 @@ func (l *learner) add(m *EpisodeResult) (stale bool) {
 // scheduler's staleness gate assumes.
 func (l *learner) close(g *groupAcc) {
 	l.closed++
-	if len(g.trajs) == 0 {
-		return
+	if len(g.trajs) > 0 {
+		l.ready = append(l.ready, policy.Group{Task: g.task, Trajectories: g.trajs})
 	}
-	l.st.Groups++
-	if policy.Variance(rewardsOf(g.trajs)) == 0 {
-		l.st.ZeroSignalGroups++
-	}
-	l.ready = append(l.ready, policy.Group{Task: g.task, Trajectories: g.trajs})
 }
 
+// fresh drops the trajectories older than the staleness bound from the
+// groups of a batch, and the groups left empty.
+func (l *learner) fresh(groups []policy.Group) []policy.Group {
+	out := groups[:0]
+	for _, g := range groups {
+		kept := g.Trajectories[:0]
+		for _, t := range g.Trajectories {
+			v := t.MinVersion()
+			if v >= 0 && policy.StalenessWeight(v, l.version, l.maxStaleness) == 0 {
+				l.st.StaleDropped++
+				continue
+			}
+			if v >= 0 {
+				l.st.MaxStalenessSeen = max(l.st.MaxStalenessSeen, l.version-v)
+			}
+			kept = append(kept, t)
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		g.Trajectories = kept
+		l.st.Groups++
+		l.st.Trajectories += int64(len(kept))
+		if policy.Variance(rewardsOf(kept)) == 0 {
+			l.st.ZeroSignalGroups++
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// update applies the ready groups. Trajectories are judged for staleness
+// here, when they are used: a member that reported early may have waited in
+// its open group while the learner moved on.
 func (l *learner) update(ctx actor.Context) {
-	batch := l.ready
+	batch := l.fresh(l.ready)
 	l.ready, l.closed = nil, 0
+	if len(batch) == 0 {
+		// Nothing to learn from (every member failed or was stale), but the
+		// version still advances: the scheduler's staleness gate counts
+		// batches, and would otherwise stall admission for good.
+		l.version++
+		l.st.EmptyBatches++
+		ctx.Send(l.server, &PolicyUpdate{Version: l.version, Policy: l.l.Policy()})
+		return
+	}
 	pol, st, err := l.l.Update(context.Background(), batch)
 	if err != nil {
 		l.st.FailedUpdates++

@@ -93,8 +93,7 @@ type EpisodeResult struct {
 
 // Outcome is the final record of an episode, sent by the learner to the
 // scheduler once the learner has filed the episode's result (and published
-// any update it triggered). Version is the learner's version then; Stale says
-// that the trajectory was too old to learn from.
+// any update it triggered). Version is the learner's version then.
 type Outcome struct {
 	Episode  uint64
 	Task     *env.Task
@@ -102,7 +101,6 @@ type Outcome struct {
 	Reward   float64
 	Attempts int
 	Version  int64
-	Stale    bool
 }
 
 // Cancel tells an episode to stop its run and report itself cancelled.

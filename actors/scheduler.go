@@ -82,13 +82,17 @@ type scheduler struct {
 	peakRunning int
 	gateWaits   int64 // times admission waited on the staleness bound
 	maxRestarts int
+	restarts    int64
 	self        *actor.PID
 	pumpLater   bool
 }
 
 // SchedulerStats is the scheduler's part of a summary.
 type SchedulerStats struct {
-	PeakConcurrency int   `json:"peak_concurrency"`
+	PeakConcurrency int `json:"peak_concurrency"`
+	// Restarts counts episode actors restarted by their supervisor after an
+	// infrastructure fault.
+	Restarts        int64 `json:"restarts"`
 	StalenessWaits  int64 `json:"staleness_waits"`
 	Groups          int64 `json:"groups"`
 	GroupsPerUpdate int   `json:"groups_per_update"`
@@ -121,7 +125,7 @@ func (s *scheduler) Receive(ctx actor.Context) {
 		s.pumpLater = false
 		s.pump(ctx)
 	case *GetStats:
-		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned, GroupsPerUpdate: s.cfg.groupsPerUpdate})
+		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned, GroupsPerUpdate: s.cfg.groupsPerUpdate})
 	}
 }
 
@@ -238,6 +242,7 @@ func (s *scheduler) count(kind OutcomeKind, reward float64, attempts int) {
 func (s *scheduler) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, _ any) {
 	if f, ok := reason.(*infraFault); ok && rs.FailureCount() < s.maxRestarts {
 		rs.Fail()
+		s.restarts++
 		s.log.Debug().Uint64("episode", f.episode).Int("attempt", f.attempt).Err(f.err).Msg("restarting episode after an infrastructure fault")
 		sup.RestartChildren(child)
 		return

@@ -81,8 +81,10 @@ type Step struct {
 
 // Trajectory is the record of one attempt at a task.
 type Trajectory struct {
-	Task  string
-	Steps []Step
+	Task    string
+	Episode uint64
+	Attempt int
+	Steps   []Step
 	// Reward is 1 when the deciding tests passed at the end, else 0.
 	Reward float64
 	// Submitted says whether the agent submitted before the step limit.

@@ -126,6 +126,11 @@ func New(cfg Config) (*Provider, error) {
 	return &Provider{cfg: cfg}, nil
 }
 
+// faultWindow is the number of operations among which a crash or a hang
+// strikes: the first three, so that it hits even the shortest episode (view,
+// edit, test).
+const faultWindow = 3
+
 type faultKind uint8
 
 const (
@@ -153,7 +158,7 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 		default:
 			s.fault = faultSlowStart
 		}
-		s.faultAt = s.rng.IntN(4)
+		s.faultAt = s.rng.IntN(faultWindow)
 	}
 	start := p.cfg.Start.draw(s.rng)
 	if s.fault == faultSlowStart {

@@ -145,7 +145,7 @@ graceful shutdown that records every episode).`,
 	pf.StringVar(&g.memProfile, "memprofile", "", "write a heap profile (pprof) at the end of the command to this file")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.startProfiles() }
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return g.stopProfiles() }
-	root.AddCommand(newSimCmd(g), newBenchCmd(g), newVersionCmd(g))
+	root.AddCommand(newSimCmd(g), newBenchCmd(g), newImageCmd(g), newGCCmd(g), newVersionCmd(g))
 	for _, c := range root.Commands() {
 		c.Flags().SetNormalizeFunc(normalize)
 	}

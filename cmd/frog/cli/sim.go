@@ -8,17 +8,12 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/actors"
-	"github.com/frognano/frog/env"
-	envsim "github.com/frognano/frog/env/sim"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -27,9 +22,9 @@ import (
 // simOptions are the flags of `frog sim`; they are also what config.json
 // records.
 type simOptions struct {
-	Run     actors.Config `json:"actors"`
-	Seed    uint64        `json:"seed"`
-	Sandbox string        `json:"sandbox"`
+	Run     actors.Config  `json:"actors"`
+	Seed    uint64         `json:"seed"`
+	Sandbox sandboxOptions `json:"sandbox"`
 
 	TimeScale      float64 `json:"time_scale"`
 	FaultRate      float64 `json:"fault_rate"`
@@ -47,15 +42,6 @@ type simOptions struct {
 	Name   string `json:"name"`
 }
 
-// sandboxFactories are the sandbox backends `frog sim` can run on.
-var sandboxFactories = map[string]func(o *simOptions, log zerolog.Logger) (env.Provider, error){
-	"sim": func(o *simOptions, _ zerolog.Logger) (env.Provider, error) {
-		cfg := envsim.DefaultConfig()
-		cfg.Seed, cfg.TimeScale, cfg.FaultRate = o.Seed, o.TimeScale, o.FaultRate
-		return envsim.New(cfg)
-	},
-}
-
 func newSimCmd(g *globals) *cobra.Command {
 	o := &simOptions{Run: actors.DefaultConfig()}
 	c := &cobra.Command{
@@ -63,7 +49,8 @@ func newSimCmd(g *globals) *cobra.Command {
 		Short: "Simulate rollouts: the real actors on simulated sandboxes and a simulated policy",
 		Long: `sim runs frog's actor system (scheduler, one actor per episode, policy server,
 learner, curriculum, synthesizer) against simulated sandboxes and a simulated
-agent, to plan capacity and to study curricula cheaply.
+agent, to plan capacity and to study curricula cheaply. With --sandbox docker
+(or process) every step runs real commands in real sandboxes instead.
 
 The simulated agent solves a task with probability σ(skill − difficulty); each
 learner update raises its skill in proportion to the learning signal of the
@@ -79,7 +66,8 @@ summary.json) is written unless --no-run-dir is given.`,
   frog sim --episodes 200000 --concurrency 10000 --time-scale 0 --seed 1 --json
   frog sim --fault-rate 0.2 --max-retries 2
   frog sim --curriculum fixed --difficulty 6
-  frog sim --time-scale 1 --duration 30s --concurrency 256`,
+  frog sim --time-scale 1 --duration 30s --concurrency 256
+  frog sim --sandbox docker --episodes 500 --concurrency 32`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runSim(c.Context(), g, o) },
 	}
@@ -96,7 +84,7 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.DurationVar(&o.Run.MaxWait, "max-wait", 0, "longest a request waits for its batch to fill (0: natural batching)")
 	f.IntVar(&o.Run.InferenceWorkers, "inference-workers", o.Run.InferenceWorkers, "inference batches run at once")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of every random choice")
-	f.StringVar(&o.Sandbox, "sandbox", "sim", "sandbox backend: sim")
+	o.Sandbox.flags(f, "sim")
 	f.Float64Var(&o.TimeScale, "time-scale", 0, "multiplier of simulated latencies (0: no waiting, 1: real time)")
 	f.Float64Var(&o.FaultRate, "fault-rate", 0, "probability that a sandbox suffers an infrastructure fault (crash, hang, slow start)")
 	f.StringVar(&o.Curriculum, "curriculum", "target", "curriculum: target (keep the pass rate at --target-pass-rate) or fixed (always --difficulty)")
@@ -121,8 +109,8 @@ func (o *simOptions) validate() error {
 	if err := o.Run.Validate(); err != nil {
 		return &UsageError{Err: err}
 	}
-	if _, ok := sandboxFactories[o.Sandbox]; !ok {
-		return usagef("--sandbox %q: want one of %s", o.Sandbox, strings.Join(keys(sandboxFactories), ", "))
+	if err := o.Sandbox.validate(); err != nil {
+		return err
 	}
 	if o.Curriculum != "target" && o.Curriculum != "fixed" {
 		return usagef("--curriculum %q: want target or fixed", o.Curriculum)
@@ -177,10 +165,11 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	o.Run.Run = o.Name
 	log = log.With().Str("run", o.Name).Logger()
 
-	prov, err := sandboxFactories[o.Sandbox](o, log)
+	prov, release, err := sandboxFactories[o.Sandbox.Kind](ctx, o, log)
 	if err != nil {
-		return fmt.Errorf("sandbox %s: %w", o.Sandbox, err)
+		return fmt.Errorf("sandbox %s: %w", o.Sandbox.Kind, err)
 	}
+	defer release()
 	var cur synth.Curriculum = &synth.Fixed{D: o.Difficulty}
 	if o.Curriculum == "target" {
 		if cur, err = synth.NewTarget(o.TargetPassRate, o.Difficulty, o.CurriculumRate); err != nil {
@@ -278,13 +267,4 @@ func bytesString(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%d KiB", n>>10)
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

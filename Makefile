@@ -1,0 +1,42 @@
+# frog: `make help` lists the targets.
+GO      ?= go
+BIN     := bin/frog
+GOFLAGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help build test bench run check image gpu-check gpu-check-build clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/frog
+	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/frog
+
+image: build ## build the sandbox image frog-sandbox:<version> (no registry needed)
+	@if docker info >/dev/null 2>&1; then ./$(BIN) image build; \
+	else echo "make image: no Docker daemon answers; the sandbox image was not built (Docker tests skip unless CI=true)"; fi
+
+test: image ## run every test with the race detector (Docker tests use the real daemon)
+	$(GO) test $(GOFLAGS) -race -count=1 ./...
+
+check: ## gofmt, go vet, and builds with cgo on and off
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=1 $(GO) build ./...
+
+run: build ## the main job on the built-in defaults (for now: a rollout simulation)
+	./$(BIN) sim
+
+bench: build ## the scheduler benchmark (actors against plain goroutines) and Go benchmarks
+	./$(BIN) bench
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./actors/
+
+gpu-check: ## build bin/cuda.test; run conformance and benchmarks if a GPU is here
+	bash cuda/gpucheck.sh
+
+gpu-check-build: ## build bin/cuda.test only (carry bin/ to a GPU machine, run cuda/gpucheck.sh run)
+	bash cuda/gpucheck.sh build
+
+clean: ## remove build outputs
+	rm -rf bin

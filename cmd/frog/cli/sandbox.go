@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/docker"
+	"github.com/frognano/frog/env/process"
+	envsim "github.com/frognano/frog/env/sim"
+)
+
+// sandboxOptions choose and shape the sandbox backend.
+type sandboxOptions struct {
+	Kind  string `json:"kind"`
+	Image string `json:"image,omitempty"`
+	Pool  int    `json:"pool"`
+}
+
+func (s *sandboxOptions) flags(f *pflag.FlagSet, def string) {
+	f.StringVar(&s.Kind, "sandbox", def, "sandbox backend: sim, docker, process, or auto (docker when a daemon answers, else process with a warning)")
+	f.StringVar(&s.Image, "image", "", "sandbox image for --sandbox docker (default frog-sandbox:<version>, built if missing)")
+	f.IntVar(&s.Pool, "pool", 8, "warm containers kept started ahead of demand (docker)")
+}
+
+func (s *sandboxOptions) validate() error {
+	switch s.Kind {
+	case "sim", "docker", "process", "auto":
+	default:
+		return usagef("--sandbox %q: want sim, docker, process or auto", s.Kind)
+	}
+	if s.Pool < 0 {
+		return usagef("--pool %d: want >= 0", s.Pool)
+	}
+	return nil
+}
+
+// sandboxFactories make the backends; each returns the provider and what
+// must be called to release it. Backends are wired here and nowhere else.
+var sandboxFactories = map[string]func(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Provider, func(), error){
+	"sim": func(_ context.Context, o *simOptions, _ zerolog.Logger) (env.Provider, func(), error) {
+		cfg := envsim.DefaultConfig()
+		cfg.Seed, cfg.TimeScale, cfg.FaultRate = o.Seed, o.TimeScale, o.FaultRate
+		p, err := envsim.New(cfg)
+		return p, func() {}, err
+	},
+	"docker":  openDocker,
+	"process": openProcess,
+	"auto": func(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Provider, func(), error) {
+		p, release, err := openDocker(ctx, o, log)
+		if errors.Is(err, docker.ErrNoDaemon) {
+			log.Warn().Err(err).Msg("no Docker daemon answers; falling back to process sandboxes")
+			return openProcess(ctx, o, log)
+		}
+		return p, release, err
+	},
+}
+
+func openDocker(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Provider, func(), error) {
+	cli, err := docker.NewClient(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := docker.DefaultConfig()
+	cfg.Run = o.Name
+	cfg.PoolSize = min(o.Sandbox.Pool, o.Run.Concurrency)
+	if o.Sandbox.Image != "" {
+		cfg.Image = o.Sandbox.Image
+	} else {
+		log.Info().Str("image", docker.DefaultImage).Msg("ensuring the sandbox image")
+		if cfg.Image, err = docker.EnsureImage(ctx, cli, docker.BuildOptions{}); err != nil {
+			cli.Close()
+			return nil, nil, fmt.Errorf("sandbox image: %w", err)
+		}
+	}
+	p, err := docker.New(ctx, cli, cfg, log.With().Str("component", "docker").Logger())
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	release := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			log.Error().Err(err).Msg("close docker provider")
+		}
+		cli.Close()
+	}
+	return env.Limit(p, o.Run.Concurrency), release, nil
+}
+
+func openProcess(_ context.Context, _ *simOptions, log zerolog.Logger) (env.Provider, func(), error) {
+	p, err := process.New(process.DefaultConfig(), log.With().Str("component", "process").Logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Warn().Str("isolation", p.Isolation()).Msg(process.Warning)
+	return p, func() {}, nil
+}
+
+func newImageCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "image",
+		Short: "Manage the sandbox image",
+	}
+	var tag string
+	var force bool
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the sandbox image frog-sandbox:<version> with no registry",
+		Long: `build makes frog's sandbox image FROM scratch on the local Docker daemon: a
+static busybox (Debian's busybox-static, /bin/busybox), frog's in-container
+agent (compiled by the go command) and the mount points for the host's Go
+toolchain, module cache and a shared build cache. Nothing is pulled. It is a
+no-op when the image exists, unless --force.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cli, err := docker.NewClient(c.Context())
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			var progress io.Writer
+			if g.logLevel == "debug" || g.logLevel == "trace" {
+				progress = g.stderr
+			}
+			img, err := docker.BuildImage(c.Context(), cli, docker.BuildOptions{Tag: tag, Force: force, Progress: progress})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(g.stdout, img)
+			return err
+		},
+	}
+	build.Flags().StringVar(&tag, "tag", "", "image tag (default "+docker.DefaultImage+")")
+	build.Flags().BoolVar(&force, "force", false, "rebuild even when the image exists")
+	c.AddCommand(build)
+	return c
+}
+
+func newGCCmd(g *globals) *cobra.Command {
+	var o docker.ReapOptions
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove the sandboxes that dead frog runs left behind",
+		Long: `gc removes the containers labelled frog.run whose frog process is gone (killed,
+crashed, or from before a reboot). Containers of live runs, and of runs on
+other hosts, are kept unless --force. frog also does this whenever it opens
+Docker sandboxes.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cli, err := docker.NewClient(c.Context())
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			rep, err := docker.Reap(c.Context(), cli, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(g.stdout).Encode(rep)
+			}
+			verb := "removed"
+			if o.DryRun {
+				verb = "would remove"
+			}
+			_, err = fmt.Fprintf(g.stdout, "%s %d containers; kept %d of live runs and %d of other hosts\n", verb, len(rep.Removed), rep.Alive, rep.Foreign)
+			return err
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Run, "run", "", "only the containers of this run")
+	f.BoolVar(&o.Force, "force", false, "also remove containers of live runs and of other hosts")
+	f.BoolVar(&o.DryRun, "dry-run", false, "list what would be removed; remove nothing")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func newBenchSandboxCmd(g *globals) *cobra.Command {
+	var o docker.BenchOptions
+	var asJSON bool
+	var image string
+	c := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Benchmark Docker sandboxes: cold start, warm acquire, exec, concurrency",
+		Long: `sandbox measures, in one run on the local daemon: cold start p50/p95 against
+'docker run --rm <image> true' through the CLI; warm-pool acquire p50/p95;
+command exec p50/p95 through frog's in-container agent against 'docker exec';
+and the most concurrent containers held without errors (up to --max-concurrent).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			cli, err := docker.NewClient(ctx)
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			cfg := docker.DefaultConfig()
+			if image != "" {
+				cfg.Image = image
+			} else if cfg.Image, err = docker.EnsureImage(ctx, cli, docker.BuildOptions{}); err != nil {
+				return err
+			}
+			res, err := docker.Bench(ctx, cli, cfg, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(g.stdout).Encode(res)
+			}
+			data, err := json.MarshalIndent(res, "", "  ")
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "%s\n", data)
+			return tw.Flush()
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Samples, "samples", 20, "samples of each start measurement")
+	f.IntVar(&o.ExecSamples, "exec-samples", 200, "samples of each command measurement through the agent")
+	f.IntVar(&o.MaxConcurrent, "max-concurrent", 64, "containers the concurrency test tries to hold at once")
+	f.StringVar(&image, "image", "", "image (default frog-sandbox:<version>, built if missing)")
+	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	return c
+}

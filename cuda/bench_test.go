@@ -1,0 +1,120 @@
+package cuda_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/cuda/cudatest"
+)
+
+// benchBackends returns the CPU backend and, where one opens, the GPU
+// backend, each with a short name; the caller closes them.
+func benchBackends(b *testing.B) map[string]cuda.Backend {
+	bs := map[string]cuda.Backend{"cpu": cuda.NewCPU()}
+	if g, err := cuda.OpenGPU(cuda.GPUOptions{}); err == nil {
+		bs["cuda"] = g
+	} else {
+		b.Logf("GPU benchmarks skipped: %v", err)
+	}
+	return bs
+}
+
+func closeAll(bs map[string]cuda.Backend) {
+	for _, be := range bs {
+		be.Close()
+	}
+}
+
+// BenchmarkGemm reports GEMM GFLOP/s at the learner's shapes (candidates ×
+// hidden × features) and at large squares: 2048³ on both backends, 8192³ on
+// the GPU only.
+func BenchmarkGemm(b *testing.B) {
+	bs := benchBackends(b)
+	defer closeAll(bs)
+	for _, kind := range []string{"cpu", "cuda"} {
+		be, ok := bs[kind]
+		if !ok {
+			continue
+		}
+		for _, sh := range []struct {
+			m, n, k int
+			gpuOnly bool
+		}{
+			{4096, 64, 64, false},
+			{16384, 64, 64, false},
+			{2048, 2048, 2048, false},
+			{8192, 8192, 8192, true},
+		} {
+			if sh.gpuOnly && kind != "cuda" {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", kind, sh.m, sh.n, sh.k), func(b *testing.B) {
+				benchGemm(b, be, sh.m, sh.n, sh.k)
+			})
+		}
+	}
+}
+
+func benchGemm(b *testing.B, be cuda.Backend, m, n, k int) {
+	alloc := func(size int) cuda.Buffer {
+		buf, err := be.Alloc(cuda.Float32, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Fill(buf, 0.5); err != nil {
+			b.Fatal(err)
+		}
+		return buf
+	}
+	a, bm, c := alloc(m*k), alloc(k*n), alloc(m*n)
+	defer func() { be.Free(a); be.Free(bm); be.Free(c) }()
+	o := cuda.GemmOptions{M: m, N: n, K: k, Alpha: 1, A: a, B: bm, C: c}
+	sync := make([]float32, 1)
+	if err := be.Gemm(o); err != nil { // warm up (cuBLAS picks its kernels)
+		b.Fatal(err)
+	}
+	if err := be.ReadFloat32(sync, c); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N { // not b.Loop: the timer must run until the read below
+		if err := be.Gemm(o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := be.ReadFloat32(sync, c); err != nil { // wait for the GPU
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkUpdate times one full update of the ranking network of
+// cudatest.Ranker (64 features, 64 hidden units, 16 candidates a decision)
+// at batch sizes from 256 to 16,384 candidates.
+func BenchmarkUpdate(b *testing.B) {
+	bs := benchBackends(b)
+	defer closeAll(bs)
+	for _, kind := range []string{"cpu", "cuda"} {
+		be, ok := bs[kind]
+		if !ok {
+			continue
+		}
+		for _, n := range []int{256, 1024, 4096, 16384} {
+			b.Run(fmt.Sprintf("%s/candidates=%d", kind, n), func(b *testing.B) {
+				r, err := cudatest.NewRanker(be, cudatest.RankerConfig{Candidates: n, Features: 64, Hidden: 64, Seed: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				for b.Loop() {
+					if _, err := r.Step(); err != nil { // Step reads the loss back: it waits for the GPU
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "candidates/s")
+			})
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/frognano/frog/env"
+)
+
+// Sandbox is one container and the agent inside it. Exec, ReadFile and
+// WriteFile are serialized (a Sandbox belongs to one episode); Close may be
+// called from any goroutine, also during a call, which then fails with
+// env.ErrClosed.
+type Sandbox struct {
+	p    *Provider
+	id   string
+	name string
+	conn *agentConn
+	// ops serializes the episode's calls: the agent runs one command at a
+	// time anyway, and a cancelled command must be gone before the next.
+	ops    sync.Mutex
+	closed atomic.Bool
+}
+
+var _ env.Sandbox = (*Sandbox)(nil)
+
+// ID is the container's ID.
+func (s *Sandbox) ID() string { return s.id }
+
+// Name is the container's name.
+func (s *Sandbox) Name() string { return s.name }
+
+// Exec runs opts.Cmd through the agent: in the workspace, in its own process
+// group, with the container's environment. When the command exits, times out
+// or ctx is cancelled, every process it started is killed.
+func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResult, error) {
+	if len(opts.Cmd) == 0 {
+		return env.ExecResult{}, errors.New("docker: exec: empty command")
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = s.p.cfg.ExecTimeout
+	}
+	maxOut := opts.MaxOutput
+	if maxOut <= 0 {
+		maxOut = s.p.cfg.MaxOutput
+	}
+	req := &request{Op: "exec", Cmd: opts.Cmd, Stdin: opts.Stdin, TimeoutMS: max(timeout.Milliseconds(), 1), MaxOutput: maxOut}
+	resp, err := s.call(ctx, req, timeout+s.p.cfg.AgentGrace, "exec "+opts.Cmd[0])
+	if err != nil {
+		return env.ExecResult{}, err
+	}
+	if resp.Err != "" {
+		return env.ExecResult{}, fmt.Errorf("docker: exec %s: %s", opts.Cmd[0], resp.Err)
+	}
+	return env.ExecResult{
+		ExitCode:  resp.ExitCode,
+		Stdout:    resp.Stdout,
+		Stderr:    resp.Stderr,
+		TimedOut:  resp.TimedOut,
+		OOMKilled: resp.OOMKilled,
+		Truncated: resp.Truncated,
+		Duration:  time.Duration(resp.DurNS),
+	}, nil
+}
+
+// ReadFile reads a file of the workspace. Paths are relative to it (or
+// absolute under /workspace); one that leaves it, also through a symbolic
+// link, is refused with an error that does not wrap env.ErrInfra.
+func (s *Sandbox) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	if err := checkPath(name); err != nil {
+		return nil, err
+	}
+	resp, err := s.call(ctx, &request{Op: "read", Path: name}, s.p.cfg.AgentGrace, "read "+name)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != "" {
+		return nil, fmt.Errorf("read %s: %s", name, resp.Err)
+	}
+	return resp.Data, nil
+}
+
+// WriteFile replaces or creates a file of the workspace, and the directories
+// above it. Paths are confined as for ReadFile.
+func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error {
+	if err := checkPath(name); err != nil {
+		return err
+	}
+	resp, err := s.call(ctx, &request{Op: "write", Path: name, Data: data}, s.p.cfg.AgentGrace, "write "+name)
+	if err != nil {
+		return err
+	}
+	if resp.Err != "" {
+		return fmt.Errorf("write %s: %s", name, resp.Err)
+	}
+	return nil
+}
+
+// call runs one request and sorts its failure: ctx's own error as is, the
+// rest as faults of the sandbox (env.ErrInfra).
+func (s *Sandbox) call(ctx context.Context, req *request, guard time.Duration, what string) (*response, error) {
+	if s.closed.Load() {
+		return nil, env.ErrClosed
+	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	resp, err := s.conn.call(ctx, req, guard)
+	if err == nil {
+		return resp, nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return nil, fmt.Errorf("docker: %s in %s: %w", what, s.name, err)
+	}
+	if s.closed.Load() {
+		return nil, env.ErrClosed
+	}
+	s.p.fault("agent")
+	return nil, env.Infra(fmt.Errorf("docker: %s in %s: %w%s", what, s.name, err, s.diagnose(ctx)))
+}
+
+// diagnose says why a container's agent stopped answering, from the daemon's
+// view of the container.
+func (s *Sandbox) diagnose(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	info, err := s.p.api.ContainerInspect(ctx, s.id)
+	var b strings.Builder
+	switch {
+	case err != nil:
+		fmt.Fprintf(&b, " (inspect: %v)", err)
+	case info.State != nil:
+		fmt.Fprintf(&b, " (container %s, exit code %d", info.State.Status, info.State.ExitCode)
+		if info.State.OOMKilled {
+			b.WriteString(", OOM killed")
+		}
+		b.WriteString(")")
+	}
+	if t := strings.TrimSpace(s.conn.stderr.String()); t != "" {
+		fmt.Fprintf(&b, "; agent stderr: %s", t)
+	}
+	return b.String()
+}
+
+// Close force-removes the container. It is idempotent, and it works on a
+// cancelled ctx: removal runs under a detached context bounded by the
+// configured CloseTimeout.
+func (s *Sandbox) Close(ctx context.Context) error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.conn.close()
+	err := s.p.remove(ctx, s.id)
+	s.p.release(s)
+	return err
+}
+
+func checkPath(name string) error {
+	if name == "" {
+		return errors.New("empty path")
+	}
+	c := path.Clean(name)
+	if path.IsAbs(c) {
+		if c != Workspace && !strings.HasPrefix(c, Workspace+"/") {
+			return fmt.Errorf("path %q is outside the workspace", name)
+		}
+		return nil
+	}
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return fmt.Errorf("path %q is outside the workspace", name)
+	}
+	return nil
+}
+
+// remove force-removes a container under a detached, bounded context.
+func (p *Provider) remove(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CloseTimeout)
+	defer cancel()
+	err := p.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !isNotFound(err) {
+		p.fault("remove")
+		return infra(err, "remove container %.12s", id)
+	}
+	return nil
+}

@@ -1,0 +1,531 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/frognano/frog/env"
+)
+
+// Warning says what this backend does not protect against. Callers that
+// choose it (or fall back to it) show it to the user.
+const Warning = "process sandboxes are weakly isolated: commands run as this user on this machine " +
+	"and can read (and, outside the workspace, write) whatever this user can; only their process " +
+	"group, rlimits and, where the kernel permits unsharing, their network and pid namespaces are " +
+	"their own. Use the docker backend for untrusted code."
+
+// Config describes the process sandboxes.
+type Config struct {
+	// Dir holds the sandboxes' directories; "" means os.TempDir().
+	Dir string
+	// ExecTimeout is a command's timeout when ExecOptions.Timeout is 0;
+	// MaxOutput the cap of stdout and of stderr when ExecOptions.MaxOutput
+	// is 0.
+	ExecTimeout time.Duration
+	MaxOutput   int
+	// Rlimits of every command, 0 meaning unlimited: address space and
+	// file size in bytes, CPU time in seconds, open files.
+	AddressSpace int64
+	FileSize     int64
+	CPUSeconds   int64
+	OpenFiles    int64
+	// Unshare runs commands in new network and pid namespaces (and a user
+	// namespace when needed) if the kernel permits it: no network but
+	// loopback, which is down, and every process of a command dies with
+	// it. Where it is not permitted the provider says so in Isolation and
+	// goes on without.
+	Unshare bool
+	// Env is added to the commands' environment: PATH, the GO* variables
+	// and LANG of this process, HOME and TMPDIR in the sandbox, and the
+	// host's GOCACHE and GOMODCACHE so that builds stay warm.
+	Env []string
+}
+
+// DefaultConfig: 10-minute commands, 1 MiB of output, 8 GiB of address
+// space, 1 GiB files, 10 CPU minutes, 4096 open files, namespaces on.
+func DefaultConfig() Config {
+	return Config{
+		ExecTimeout:  10 * time.Minute,
+		MaxOutput:    1 << 20,
+		AddressSpace: 8 << 30,
+		FileSize:     1 << 30,
+		CPUSeconds:   600,
+		OpenFiles:    4096,
+		Unshare:      true,
+	}
+}
+
+// Provider opens process sandboxes. It is safe for concurrent use and owns
+// no goroutines.
+type Provider struct {
+	cfg   Config
+	log   zerolog.Logger
+	clone uintptr // namespaces every command gets
+	maps  bool    // the user namespace needs id maps
+	note  string
+	env   []string
+
+	opened, closed atomic.Int64
+}
+
+var (
+	_ env.Provider      = (*Provider)(nil)
+	_ env.ProviderStats = (*Provider)(nil)
+	_ env.Sandbox       = (*Sandbox)(nil)
+)
+
+// New returns a provider. It probes once which namespaces the kernel lets
+// it unshare; Isolation says what it found.
+func New(cfg Config, log zerolog.Logger) (*Provider, error) {
+	if cfg.ExecTimeout <= 0 || cfg.MaxOutput <= 0 {
+		return nil, errors.New("process: config: exec timeout and max output must be > 0")
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = os.TempDir()
+	}
+	p := &Provider{cfg: cfg, log: log.With().Str("component", "process").Logger()}
+	p.env = hostEnv(cfg.Env)
+	p.note = "namespaces off by configuration: commands share the host's network"
+	if cfg.Unshare {
+		p.probe()
+	}
+	p.log.Warn().Str("isolation", p.note).Msg(Warning)
+	return p, nil
+}
+
+// Isolation says which namespaces commands get, or why they get none.
+func (p *Provider) Isolation() string { return p.note }
+
+// Warning is the package's Warning, for callers holding a provider.
+func (p *Provider) Warning() string { return Warning }
+
+// probe tries to run `true` in new namespaces, with a user namespace first
+// (unprivileged), then without (root), and keeps the first that works.
+func (p *Provider) probe() {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		p.note = "no `true` command to probe namespaces with: commands share the host's network"
+		return
+	}
+	var errs []string
+	for _, try := range []struct {
+		flags uintptr
+		maps  bool
+		what  string
+	}{
+		{unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID, true, "user, network and pid namespaces"},
+		{unix.CLONE_NEWNET | unix.CLONE_NEWPID, false, "network and pid namespaces"},
+	} {
+		cmd := exec.Command(truePath)
+		cmd.SysProcAttr = p.sysProcAttr(try.flags, try.maps)
+		if err := cmd.Run(); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", try.what, err))
+			continue
+		}
+		p.clone, p.maps = try.flags, try.maps
+		p.note = "commands run in new " + try.what + ": no network"
+		return
+	}
+	p.note = "the kernel refused new namespaces (" + strings.Join(errs, "; ") + "): commands share the host's network"
+}
+
+func (p *Provider) sysProcAttr(flags uintptr, maps bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Cloneflags: flags}
+	if maps {
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+	}
+	return a
+}
+
+func hostEnv(extra []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "PATH" || k == "LANG" || strings.HasPrefix(k, "GO") {
+			out = append(out, kv)
+		}
+	}
+	if !hasKey(out, "GOCACHE") {
+		if d, err := os.UserCacheDir(); err == nil {
+			out = append(out, "GOCACHE="+filepath.Join(d, "go-build"))
+		}
+	}
+	if !hasKey(out, "GOMODCACHE") {
+		if gp := os.Getenv("GOPATH"); gp != "" {
+			out = append(out, "GOMODCACHE="+filepath.Join(filepath.SplitList(gp)[0], "pkg", "mod"))
+		} else if h, err := os.UserHomeDir(); err == nil {
+			out = append(out, "GOMODCACHE="+filepath.Join(h, "go", "pkg", "mod"))
+		}
+	}
+	return append(out, extra...)
+}
+
+func hasKey(env []string, k string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Open makes a sandbox: a new directory holding the workspace, a home and a
+// temporary directory.
+func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(p.cfg.Dir, fmt.Sprintf("frog-%d-%d-", opts.Episode, opts.Attempt))
+	if err != nil {
+		return nil, env.Infra(fmt.Errorf("process: open: %w", err))
+	}
+	ws := filepath.Join(dir, "workspace")
+	for _, d := range []string{ws, filepath.Join(dir, "home"), filepath.Join(dir, "tmp")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			os.RemoveAll(dir)
+			return nil, env.Infra(fmt.Errorf("process: open: %w", err))
+		}
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, env.Infra(fmt.Errorf("process: open: %w", err))
+	}
+	s := &Sandbox{p: p, dir: dir, ws: ws, root: root,
+		env: append(p.env[:len(p.env):len(p.env)], "HOME="+filepath.Join(dir, "home"), "TMPDIR="+filepath.Join(dir, "tmp"))}
+	p.opened.Add(1)
+	return s, nil
+}
+
+// Stats counts the sandboxes opened and closed.
+func (p *Provider) Stats() env.SandboxStats {
+	o, c := p.opened.Load(), p.closed.Load()
+	return env.SandboxStats{Opened: o, Closed: c, Live: o - c}
+}
+
+// Sandbox is one workspace directory on this machine. Calls are serialized;
+// Close may come from any goroutine and kills a running command.
+type Sandbox struct {
+	p    *Provider
+	dir  string
+	ws   string
+	root *os.Root
+	env  []string
+
+	ops     sync.Mutex
+	mu      sync.Mutex
+	closed  bool
+	running *os.Process
+}
+
+// Workspace is the workspace's path on this machine.
+func (s *Sandbox) Workspace() string { return s.ws }
+
+func (s *Sandbox) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Exec runs a command in the workspace, in its own process group (and
+// namespaces, see Provider.Isolation), with the configured rlimits. On exit,
+// timeout or cancellation its process group is killed; with a pid namespace
+// every process it started dies with it.
+func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResult, error) {
+	if len(opts.Cmd) == 0 {
+		return env.ExecResult{}, errors.New("process: exec: empty command")
+	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.isClosed() {
+		return env.ExecResult{}, env.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return env.ExecResult{}, err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = s.p.cfg.ExecTimeout
+	}
+	maxOut := opts.MaxOutput
+	if maxOut <= 0 {
+		maxOut = s.p.cfg.MaxOutput
+	}
+	start := time.Now()
+	var res env.ExecResult
+	stdout, stderr := &capBuffer{max: maxOut}, &capBuffer{max: maxOut}
+	outR, outW, err1 := os.Pipe()
+	errR, errW, err2 := os.Pipe()
+	inR, inW, err3 := os.Pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return res, env.Infra(fmt.Errorf("process: exec %s: %w", opts.Cmd[0], err))
+	}
+	defer outR.Close()
+	defer errR.Close()
+	defer inW.Close()
+	name, err := lookPath(opts.Cmd[0], s.env)
+	cmd := exec.Command(name, opts.Cmd[1:]...)
+	cmd.Dir = s.ws
+	cmd.Env = s.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
+	if err == nil {
+		err = cmd.Start()
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		res.ExitCode = 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			res.ExitCode = 127
+		}
+		res.Stderr = []byte(err.Error() + "\n")
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	s.mu.Lock()
+	s.running = cmd.Process
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+	}()
+	pid := cmd.Process.Pid
+	s.p.setRlimits(pid)
+
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); io.Copy(stdout, outR) }()
+	go func() { defer copies.Done(); io.Copy(stderr, errR) }()
+	go func() {
+		inW.Write(opts.Stdin)
+		inW.Close()
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var werr, ctxErr error
+	select {
+	case werr = <-waited:
+	case <-timer.C:
+		res.TimedOut = true
+		kill(pid)
+		werr = <-waited
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+		kill(pid)
+		werr = <-waited
+	}
+	kill(pid)
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+		// A process that left the group holds a pipe: stop reading.
+		outR.Close()
+		errR.Close()
+		<-copied
+	}
+	if ctxErr != nil {
+		return env.ExecResult{}, fmt.Errorf("process: exec %s: %w", opts.Cmd[0], ctxErr)
+	}
+	if s.isClosed() {
+		return env.ExecResult{}, env.ErrClosed
+	}
+	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
+	res.Truncated = stdout.truncated || stderr.truncated
+	res.ExitCode = exitCode(cmd.ProcessState, werr)
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// lookPath finds name on the PATH the command will have.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(v) {
+				p := filepath.Join(d, name)
+				if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+}
+
+func (p *Provider) setRlimits(pid int) {
+	set := func(res int, v int64) {
+		if v > 0 {
+			lim := unix.Rlimit{Cur: uint64(v), Max: uint64(v)}
+			if err := unix.Prlimit(pid, res, &lim, nil); err != nil {
+				p.log.Debug().Err(err).Int("resource", res).Msg("prlimit failed")
+			}
+		}
+	}
+	set(unix.RLIMIT_AS, p.cfg.AddressSpace)
+	set(unix.RLIMIT_FSIZE, p.cfg.FileSize)
+	set(unix.RLIMIT_CPU, p.cfg.CPUSeconds)
+	set(unix.RLIMIT_NOFILE, p.cfg.OpenFiles)
+}
+
+// kill kills the command's process group and the command itself, which,
+// when it is the init of a pid namespace, takes every process in it along.
+func kill(pid int) {
+	syscall.Kill(-pid, syscall.SIGKILL)
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		if err != nil {
+			return 126
+		}
+		return 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// capBuffer keeps the first max bytes written to it.
+type capBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room < len(p) {
+		c.truncated = true
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// rel maps a path to one relative to the workspace, refusing what leaves it;
+// os.Root then refuses symbolic links that leave it.
+func (s *Sandbox) rel(name string) (string, error) {
+	if name == "" {
+		return "", errors.New("empty path")
+	}
+	c := path.Clean(filepath.ToSlash(name))
+	if path.IsAbs(c) {
+		r, ok := strings.CutPrefix(c, filepath.ToSlash(s.ws))
+		if !ok || (r != "" && r[0] != '/') {
+			return "", fmt.Errorf("path %q is outside the workspace", name)
+		}
+		c = strings.TrimPrefix(r, "/")
+		if c == "" {
+			c = "."
+		}
+	}
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q is outside the workspace", name)
+	}
+	return c, nil
+}
+
+// ReadFile reads a workspace file. Errors of the file system (a missing
+// file, a refused path) are the agent's, not faults.
+func (s *Sandbox) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	p, err := s.rel(name)
+	if err != nil {
+		return nil, err
+	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.isClosed() {
+		return nil, env.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.root.ReadFile(p)
+}
+
+// WriteFile replaces or creates a workspace file and its directories.
+func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error {
+	p, err := s.rel(name)
+	if err != nil {
+		return err
+	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.isClosed() {
+		return env.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d := path.Dir(p); d != "." {
+		if err := s.root.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return s.root.WriteFile(p, data, 0o644)
+}
+
+// Close kills a running command and removes the sandbox's directory. It is
+// idempotent.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.running != nil {
+		kill(s.running.Pid)
+	}
+	s.mu.Unlock()
+	s.root.Close()
+	s.p.closed.Add(1)
+	if err := removeAll(s.dir); err != nil {
+		return env.Infra(fmt.Errorf("process: close: %w", err))
+	}
+	return nil
+}
+
+// removeAll removes dir, first making read-only directories in it writable.
+func removeAll(dir string) error {
+	if os.RemoveAll(dir) == nil {
+		return nil
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

@@ -26,10 +26,10 @@ type LearnerStats struct {
 	// EmptyBatches are batches with nothing to learn from; they advance the
 	// version without an update.
 	EmptyBatches int64 `json:"empty_batches"`
-	Version       int64 `json:"version"`
-	Results       int64 `json:"results"`
-	Trajectories  int64 `json:"trajectories"`
-	Groups        int64 `json:"groups"`
+	Version      int64 `json:"version"`
+	Results      int64 `json:"results"`
+	Trajectories int64 `json:"trajectories"`
+	Groups       int64 `json:"groups"`
 	// ZeroSignalGroups are groups whose rewards were all equal.
 	ZeroSignalGroups int64   `json:"zero_signal_groups"`
 	ZeroSignalShare  float64 `json:"zero_signal_share"`

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"frog": func() { os.Exit(Main()) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar: frog as a user types it.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}
+
+func runJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out.String())
+	}
+	if n := bytes.Count(bytes.TrimSpace(out.Bytes()), []byte("\n")); n != 0 {
+		t.Fatalf("stdout has %d extra lines; want one JSON object", n)
+	}
+	return m
+}
+
+// path looks up a dotted path ("episodes.admitted") in decoded JSON.
+func path(m map[string]any, p string) (any, bool) {
+	var v any = m
+	for _, k := range strings.Split(p, ".") {
+		o, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = o[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func TestSimJSONSummary(t *testing.T) {
+	m := runJSON(t, "sim", "--episodes", "3000", "--concurrency", "200", "--seed", "1", "--json", "--no-run-dir", "--log-level", "disabled")
+	for _, k := range []string{"episodes.admitted", "episodes.completed", "episodes.failed_infra", "episodes.cancelled",
+		"episodes_per_second", "learner.updates", "learner.max_staleness_seen", "policy_server.mean_batch",
+		"curriculum.final_difficulty", "sim.final_skill", "peak_rss_bytes"} {
+		if _, ok := path(m, k); !ok {
+			t.Errorf("summary lacks %s", k)
+		}
+	}
+	num := func(k string) float64 { v, _ := path(m, k); f, _ := v.(float64); return f }
+	if a, c, f, x := num("episodes.admitted"), num("episodes.completed"), num("episodes.failed_infra"), num("episodes.cancelled"); a != 3000 || a != c+f+x {
+		t.Errorf("admitted %v != completed %v + failed_infra %v + cancelled %v (want 3000)", a, c, f, x)
+	}
+}
+
+func TestSimIsReproducibleWithOneWorker(t *testing.T) {
+	args := []string{"sim", "--episodes", "400", "--workers", "1", "--seed", "9", "--fault-rate", "0.1", "--json", "--no-run-dir", "--log-level", "disabled", "--name", "repro"}
+	strip := func(m map[string]any) map[string]any {
+		for _, k := range []string{"elapsed_seconds", "episodes_per_second", "peak_rss_bytes"} {
+			delete(m, k)
+		}
+		return m
+	}
+	a, b := strip(runJSON(t, args...)), strip(runJSON(t, args...))
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("two runs with one worker and one seed differ (-first +second):\n%s", diff)
+	}
+}

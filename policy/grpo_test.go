@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestAdvantages(t *testing.T) {
+	tests := []struct {
+		rewards []float64
+		want    []float64
+		std     float64
+	}{
+		{rewards: []float64{1, 0}, want: []float64{1, -1}, std: 0.5},
+		{rewards: []float64{1, 1, 1}, want: []float64{0, 0, 0}, std: 0},
+		{rewards: []float64{0, 0, 0, 1}, want: []float64{-1 / math.Sqrt(3), -1 / math.Sqrt(3), -1 / math.Sqrt(3), math.Sqrt(3)}, std: math.Sqrt(3) / 4},
+		{rewards: nil, want: []float64{}, std: 0},
+	}
+	for _, tt := range tests {
+		got := make([]float64, len(tt.rewards))
+		std := Advantages(tt.rewards, got, 0)
+		if diff := cmp.Diff(got, tt.want, cmpopts.EquateApprox(0, 1e-12), cmpopts.EquateEmpty()); diff != "" || math.Abs(std-tt.std) > 1e-12 {
+			t.Errorf("Advantages(%v) = %v, std %v (-got +want):\n%s", tt.rewards, got, std, diff)
+		}
+	}
+}
+
+func TestVarianceIsLearnability(t *testing.T) {
+	for _, tt := range []struct {
+		r    []float64
+		want float64
+	}{{[]float64{1, 0}, 0.25}, {[]float64{1, 1}, 0}, {[]float64{1, 0, 0, 0}, 0.1875}} {
+		if got := Variance(tt.r); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Variance(%v) = %v, want p(1-p) = %v", tt.r, got, tt.want)
+		}
+	}
+}
+
+func TestClippedSurrogate(t *testing.T) {
+	tests := []struct{ logp, old, adv, want float64 }{
+		{0, 0, 1, 1},                 // on-policy: ratio 1
+		{math.Log(2), 0, 1, 1.2},     // ratio 2, positive advantage: clipped at 1+ε
+		{math.Log(2), 0, -1, -2},     // ratio 2, negative advantage: unclipped (pessimistic)
+		{math.Log(0.5), 0, -1, -0.8}, // ratio 0.5, negative advantage: clipped at 1-ε
+		{math.Log(0.5), 0, 1, 0.5},   // ratio 0.5, positive advantage: unclipped
+	}
+	for _, tt := range tests {
+		if got := ClippedSurrogate(tt.logp, tt.old, tt.adv, 0.2); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("ClippedSurrogate(%v, %v, %v) = %v, want %v", tt.logp, tt.old, tt.adv, got, tt.want)
+		}
+	}
+}
+
+func TestStalenessWeight(t *testing.T) {
+	if StalenessWeight(3, 5, 2) != 1 || StalenessWeight(2, 5, 2) != 0 || StalenessWeight(5, 5, 0) != 1 {
+		t.Error("StalenessWeight does not drop exactly the actions older than the bound")
+	}
+}

@@ -49,7 +49,7 @@ func (o RunOptions) withDefaults() RunOptions {
 // agent as the step's output and do not end the episode.
 func Run(ctx context.Context, sb Sandbox, agent Agent, task *Task, opts RunOptions) (Trajectory, error) {
 	opts = opts.withDefaults()
-	traj := Trajectory{Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 8))}
+	traj := Trajectory{Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 4))}
 	var last *StepResult
 	for step := 0; step < opts.MaxSteps; step++ {
 		if err := ctx.Err(); err != nil {

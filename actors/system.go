@@ -19,39 +19,39 @@ import (
 // Config shapes one run of the actor system.
 type Config struct {
 	// Run names the run; sandboxes are labelled with it.
-	Run string
+	Run string `json:"run,omitempty"`
 	// Episodes is the number of episodes to admit; 0 means until Duration
 	// passes or the context is cancelled.
-	Episodes int64
+	Episodes int64 `json:"episodes"`
 	// Duration stops admission after this long (running episodes finish);
 	// 0 means no limit.
-	Duration time.Duration
+	Duration time.Duration `json:"duration"`
 	// Concurrency is the most episodes running at once.
-	Concurrency int
+	Concurrency int `json:"concurrency"`
 	// GroupSize is G, the rollouts of one task compared by GRPO.
-	GroupSize int
+	GroupSize int `json:"group_size"`
 	// GroupsPerUpdate is the learner's batch, in groups; 0 picks the smallest
 	// batch with which the staleness bound does not throttle Concurrency.
-	GroupsPerUpdate int
+	GroupsPerUpdate int `json:"groups_per_update"`
 	// MaxStaleness is the most policy versions an action may lag behind the
 	// learner and still be learned from.
-	MaxStaleness int
+	MaxStaleness int `json:"max_staleness"`
 	// MaxAttempts is the most sandboxes one episode may use (1 + retries
 	// after infrastructure faults).
-	MaxAttempts int
+	MaxAttempts int `json:"max_attempts"`
 	// MaxSteps bounds the actions of one episode.
-	MaxSteps int
+	MaxSteps int `json:"max_steps"`
 	// MaxBatch and MaxWait shape the policy server's batches; MaxWait 0
 	// means natural batching. InferenceWorkers is the most batches run at once.
-	MaxBatch         int
-	MaxWait          time.Duration
-	InferenceWorkers int
+	MaxBatch         int           `json:"max_batch"`
+	MaxWait          time.Duration `json:"max_wait"`
+	InferenceWorkers int           `json:"inference_workers"`
 	// SynthWorkers is the most synthesizer requests run at once.
-	SynthWorkers int
+	SynthWorkers int `json:"synth_workers"`
 	// TaskRefill is the least number of tasks asked of the synthesizer at once.
-	TaskRefill int
+	TaskRefill int `json:"task_refill"`
 	// CloseTimeout bounds the teardown of one sandbox.
-	CloseTimeout time.Duration
+	CloseTimeout time.Duration `json:"close_timeout"`
 }
 
 // DefaultConfig is the configuration `frog sim` starts from.

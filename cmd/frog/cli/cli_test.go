@@ -70,7 +70,7 @@ func TestSimJSONSummary(t *testing.T) {
 }
 
 func TestSimIsReproducibleWithOneWorker(t *testing.T) {
-	args := []string{"sim", "--episodes", "400", "--workers", "1", "--seed", "9", "--fault-rate", "0.1", "--json", "--no-run-dir", "--log-level", "disabled", "--name", "repro"}
+	args := []string{"sim", "--episodes", "400", "--workers", "1", "--seed", "9", "--fault-rate", "0.1", "--json", "--no-run-dir", "--log-level", "disabled"}
 	strip := func(m map[string]any) map[string]any {
 		for _, k := range []string{"elapsed_seconds", "episodes_per_second", "peak_rss_bytes"} {
 			delete(m, k)

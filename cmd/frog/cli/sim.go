@@ -39,7 +39,7 @@ type simOptions struct {
 	JSON   bool   `json:"-"`
 	RunDir string `json:"-"`
 	NoDir  bool   `json:"-"`
-	Name   string `json:"name"`
+	Name   string `json:"name,omitempty"`
 }
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -204,6 +204,9 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()},
 		PeakRSSBytes: peakRSS(), Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
 	}
+	// The run's name is a label (config.json keeps it); leaving it out of the
+	// summary lets two runs of one seed compare equal.
+	rep.Config.Name, rep.Config.Run.Run = "", ""
 	if dir != nil {
 		if err := dir.writeSummary(rep); err != nil {
 			runErr = errors.Join(runErr, err)

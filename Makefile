@@ -30,7 +30,7 @@ run: build ## the main job on the built-in defaults (for now: a rollout simulati
 
 bench: build ## the scheduler benchmark (actors against plain goroutines) and Go benchmarks
 	./$(BIN) bench
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./actors/
+	$(GO) test -run '^$$' -bench . -benchtime 200000x ./actors/
 
 gpu-check: ## build bin/cuda.test; run conformance and benchmarks if a GPU is here
 	bash cuda/gpucheck.sh

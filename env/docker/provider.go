@@ -185,7 +185,11 @@ func (p *Provider) create(ctx context.Context, img, run, episode, attempt, name 
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
 	cfg, hc := p.containerConfig(img, run, episode, attempt)
-	created, err := p.api.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	// The daemon finishes a create whose request was cancelled, and its
+	// container would leak: create under a detached, bounded context.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.StartTimeout)
+	defer ccancel()
+	created, err := p.api.ContainerCreate(cctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		p.fault("create")
 		return nil, infra(err, "create container for %s", img)

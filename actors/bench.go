@@ -60,6 +60,8 @@ type PipelineFigures struct {
 type MemoryFigures struct {
 	Live             int     `json:"live"`
 	ActorsBytes      float64 `json:"actors_bytes_per_episode"`
+	// ActorsStackBytes is the part of ActorsBytes that is goroutine stacks.
+	ActorsStackBytes float64 `json:"actors_stack_bytes_per_episode"`
 	BaselineBytes    float64 `json:"baseline_bytes_per_episode"`
 	ActorsTotalBytes uint64  `json:"actors_total_bytes"`
 }
@@ -107,13 +109,13 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 	for _, n := range cfg.Live {
 		m := MemoryFigures{Live: n}
 		note("memory actors at %d live episodes", n)
-		per, total, err := liveBytes(ctx, n, cfg.NewDeps, Run)
+		per, stack, total, err := liveBytes(ctx, n, cfg.NewDeps, Run)
 		if err != nil {
 			return rep, fmt.Errorf("memory at %d live episodes (actors): %w", n, err)
 		}
-		m.ActorsBytes, m.ActorsTotalBytes = per, total
+		m.ActorsBytes, m.ActorsStackBytes, m.ActorsTotalBytes = per, stack, total
 		note("memory baseline at %d live episodes", n)
-		if m.BaselineBytes, _, err = liveBytes(ctx, n, cfg.NewDeps, RunBaseline); err != nil {
+		if m.BaselineBytes, _, _, err = liveBytes(ctx, n, cfg.NewDeps, RunBaseline); err != nil {
 			return rep, fmt.Errorf("memory at %d live episodes (baseline): %w", n, err)
 		}
 		rep.Memory = append(rep.Memory, m)
@@ -124,16 +126,16 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 // liveBytes runs n episodes at concurrency n, holds them all parked at their
 // first sandbox operation, and measures the heap and stacks in use then
 // against before the run.
-func liveBytes(ctx context.Context, n int, newDeps func() (Deps, error), run func(context.Context, Config, Deps) (Summary, error)) (perEpisode float64, total uint64, err error) {
+func liveBytes(ctx context.Context, n int, newDeps func() (Deps, error), run func(context.Context, Config, Deps) (Summary, error)) (perEpisode, stackPerEpisode float64, total uint64, err error) {
 	deps, err := newDeps()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	gp := &gatedProvider{Provider: deps.Provider, gate: make(chan struct{})}
 	deps.Provider = gp
 	cfg := DefaultConfig()
 	cfg.Episodes, cfg.Concurrency = int64(n), n
-	before := inUse()
+	before, stackBefore := inUse()
 	var (
 		wg     sync.WaitGroup
 		sum    Summary
@@ -149,28 +151,30 @@ func liveBytes(ctx context.Context, n int, newDeps func() (Deps, error), run fun
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			close(gp.gate)
 			wg.Wait()
-			return 0, 0, fmt.Errorf("only %d of %d episodes went live", gp.parked.Load(), n)
+			return 0, 0, 0, fmt.Errorf("only %d of %d episodes went live", gp.parked.Load(), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	during := inUse()
+	during, stackDuring := inUse()
 	close(gp.gate)
 	wg.Wait()
 	if runErr != nil {
-		return 0, 0, runErr
+		return 0, 0, 0, runErr
 	}
 	if sum.Episodes.Completed != int64(n) {
-		return 0, 0, fmt.Errorf("%d of %d episodes completed", sum.Episodes.Completed, n)
+		return 0, 0, 0, fmt.Errorf("%d of %d episodes completed", sum.Episodes.Completed, n)
 	}
 	grow := float64(during) - float64(before)
-	return grow / float64(n), during, nil
+	return grow / float64(n), (float64(stackDuring) - float64(stackBefore)) / float64(n), during, nil
 }
 
-func inUse() uint64 {
+// inUse is the heap and stacks in use after a collection, and the stacks
+// alone.
+func inUse() (total, stacks uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse
+	return ms.HeapInuse + ms.StackInuse, ms.StackInuse
 }
 
 // gatedProvider parks every sandbox at its first file read until the gate

@@ -69,17 +69,11 @@ type episode struct {
 	cancel  context.CancelFunc
 }
 
-// episodeDispatcher runs an episode's mailbox on the goroutine that posts to
-// it (the scheduler spawning it, its runner reporting back) instead of a new
-// goroutine per activation. That is safe because an episode's Receive never
-// blocks: everything slow happens in its runner goroutine.
-var episodeDispatcher = actor.NewSynchronizedDispatcher(300)
-
 func newEpisodeProps(spec *episodeSpec, deps *episodeDeps) *actor.Props {
 	st := &episodeState{}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &episode{spec: spec, deps: deps, st: st}
-	}, actor.WithDispatcher(episodeDispatcher))
+	})
 }
 
 func (e *episode) Receive(ctx actor.Context) {

@@ -120,7 +120,7 @@ func printBench(w io.Writer, r actors.BenchReport, asJSON bool) error {
 	fmt.Fprintf(tw, "  goroutines\t%.0f episodes/s (median)\tmean batch %.1f\n", r.Baseline.EpisodesPerSecond, r.Baseline.MeanBatch)
 	fmt.Fprintf(tw, "  ratio\t%.2f× of the baseline\t\n", r.Ratio)
 	for _, m := range r.Memory {
-		fmt.Fprintf(tw, "memory at %d live\tactors %.0f B/episode\tgoroutines %.0f B/episode\n", m.Live, m.ActorsBytes, m.BaselineBytes)
+		fmt.Fprintf(tw, "memory at %d live\tactors %.0f B/episode (%.0f of it stacks)\tgoroutines %.0f B/episode\n", m.Live, m.ActorsBytes, m.ActorsStackBytes, m.BaselineBytes)
 	}
 	return tw.Flush()
 }

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -87,6 +89,7 @@ type globals struct {
 	logLevel   string
 	cpuProfile string
 	memProfile string
+	memLimit   string
 	stdout     io.Writer
 	stderr     io.Writer
 	cpuFile    *os.File
@@ -143,7 +146,17 @@ graceful shutdown that records every episode).`,
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
 	pf.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the command to this file")
 	pf.StringVar(&g.memProfile, "memprofile", "", "write a heap profile (pprof) at the end of the command to this file")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.startProfiles() }
+	pf.StringVar(&g.memLimit, "memory-limit", "", "soft limit of the Go heap, e.g. 950MiB or 8GiB (as GOMEMLIMIT): the collector works harder near it")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.memLimit != "" {
+			n, err := parseBytes(g.memLimit)
+			if err != nil {
+				return usagef("--memory-limit %q: %v", g.memLimit, err)
+			}
+			debug.SetMemoryLimit(n)
+		}
+		return g.startProfiles()
+	}
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return g.stopProfiles() }
 	root.AddCommand(newSimCmd(g), newBenchCmd(g), newImageCmd(g), newGCCmd(g), newVersionCmd(g))
 	for _, c := range root.Commands() {
@@ -211,6 +224,26 @@ func (g *globals) stopProfiles() error {
 		}
 	}
 	return nil
+}
+
+// parseBytes reads a size such as 950MiB, 1GiB, 512M or 1048576.
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || n <= 0 || math.IsInf(n, 0) || n*float64(mult) > math.MaxInt64 {
+		return 0, errors.New("want a positive size such as 950MiB or 8GiB")
+	}
+	return int64(n * float64(mult)), nil
 }
 
 func newVersionCmd(g *globals) *cobra.Command {

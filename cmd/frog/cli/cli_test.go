@@ -82,3 +82,16 @@ func TestSimIsReproducibleWithOneWorker(t *testing.T) {
 		t.Errorf("two runs with one worker and one seed differ (-first +second):\n%s", diff)
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"950MiB": 950 << 20, "1GiB": 1 << 30, "512M": 512 << 20, "1048576": 1 << 20, "1.5GiB": 3 << 29, "2GB": 2e9} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1GiB", "0"} {
+		if _, err := parseBytes(in); err == nil {
+			t.Errorf("parseBytes(%q) accepted", in)
+		}
+	}
+}

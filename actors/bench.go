@@ -58,8 +58,8 @@ type PipelineFigures struct {
 // that many episodes are parked mid-episode (sandbox open, one policy round
 // trip done), divided by their number.
 type MemoryFigures struct {
-	Live             int     `json:"live"`
-	ActorsBytes      float64 `json:"actors_bytes_per_episode"`
+	Live        int     `json:"live"`
+	ActorsBytes float64 `json:"actors_bytes_per_episode"`
 	// ActorsStackBytes is the part of ActorsBytes that is goroutine stacks.
 	ActorsStackBytes float64 `json:"actors_stack_bytes_per_episode"`
 	BaselineBytes    float64 `json:"baseline_bytes_per_episode"`

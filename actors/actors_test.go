@@ -198,11 +198,26 @@ func (r *recordingLearner) Update(ctx context.Context, batch []policy.Group) (po
 	return r.Learner.Update(ctx, batch)
 }
 
+// immediateLedger is a faultLedger over a never-blocking provider, itself
+// never blocking: its episodes step inline.
+type immediateLedger struct{ *faultLedger }
+
+func (immediateLedger) Immediate() bool { return true }
+
 func TestInfraFaultsAreNeverAgentFailures(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) { testInfraFaults(t, inline) })
+	}
+}
+
+func testInfraFaults(t *testing.T, inline bool) {
 	deps, prov, _ := simDeps(t, simSetup{seed: 7, faultRate: 0.2})
 	ledger := newLedger(deps.Provider)
 	rec := &recordingLearner{Learner: deps.Learner}
 	deps.Provider, deps.Learner = ledger, rec
+	if inline {
+		deps.Provider = immediateLedger{ledger}
+	}
 	cfg := testConfig(4000, 200)
 	sum, err := Run(context.Background(), cfg, deps)
 	if err != nil {
@@ -265,9 +280,23 @@ func (crashed) ReadFile(context.Context, string) ([]byte, error) {
 	return nil, env.Infra(errors.New("container died"))
 }
 
+// immediateCrash is crashFirst stepping inline.
+type immediateCrash struct{ crashFirst }
+
+func (immediateCrash) Immediate() bool { return true }
+
 func TestSupervisorRestartsEpisodeAfterSandboxCrash(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) { testSupervisorRestarts(t, inline) })
+	}
+}
+
+func testSupervisorRestarts(t *testing.T, inline bool) {
 	deps, _, _ := simDeps(t, simSetup{seed: 1})
 	deps.Provider = crashFirst{Provider: deps.Provider, panicOn: 5}
+	if inline {
+		deps.Provider = immediateCrash{crashFirst{Provider: deps.Provider.(crashFirst).Provider, panicOn: 5}}
+	}
 	cfg := testConfig(50, 10)
 	sum, err := Run(context.Background(), cfg, deps)
 	if err != nil {
@@ -280,6 +309,49 @@ func TestSupervisorRestartsEpisodeAfterSandboxCrash(t *testing.T) {
 	}
 	if e.Retries != 50 || sum.Scheduler.Restarts != 50 {
 		t.Errorf("retries %d, supervisor restarts %d; want 50 of each", e.Retries, sum.Scheduler.Restarts)
+	}
+}
+
+// runnerOnly hides a provider's env.Immediate, forcing runner goroutines.
+type runnerOnly struct{ env.Provider }
+
+func TestSeededRunnerRunsAreIdentical(t *testing.T) {
+	run := func() Summary {
+		deps, _, _ := simDeps(t, simSetup{seed: 12, faultRate: 0.1})
+		deps.Provider = runnerOnly{deps.Provider}
+		cfg := testConfig(300, 1)
+		cfg.GroupSize, cfg.GroupsPerUpdate = 4, 3
+		sum, err := Run(context.Background(), cfg, deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	a, b := run(), run()
+	if diff := cmp.Diff(a, b, cmpopts.IgnoreFields(Summary{}, "ElapsedSeconds", "EpisodesPerSecond", "Sandbox")); diff != "" {
+		t.Errorf("two seeded one-worker runs with runner goroutines differ:\n%s", diff)
+	}
+}
+
+// panicky is a policy that panics on every batch.
+type panicky struct{}
+
+func (panicky) Act(context.Context, []env.Observation, []env.Action) error { panic("model bug") }
+
+type panickyLearner struct{ policy.Learner }
+
+func (panickyLearner) Policy() policy.Policy { return panicky{} }
+
+func TestPolicyPanicIsAnInfraFault(t *testing.T) {
+	deps, _, _ := simDeps(t, simSetup{seed: 1})
+	deps.Learner = panickyLearner{deps.Learner}
+	sum, err := Run(context.Background(), testConfig(20, 4), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, sum, 20)
+	if sum.Episodes.FailedInfra != 20 || sum.PolicyServer.Errors == 0 {
+		t.Errorf("got %+v, policy server errors %d; want every episode failed_infra", sum.Episodes, sum.PolicyServer.Errors)
 	}
 }
 
@@ -396,7 +468,13 @@ func TestStalenessGateThrottlesAdmission(t *testing.T) {
 }
 
 func TestGracefulShutdownCancelsAndRecordsEverything(t *testing.T) {
-	deps, _, _ := simDeps(t, simSetup{seed: 4, timeScale: 1}) // real latencies: ~1 s test runs
+	for _, scale := range []float64{1, 0} { // real latencies (runners); none (inline)
+		t.Run(fmt.Sprint("time-scale=", scale), func(t *testing.T) { testGracefulShutdown(t, scale) })
+	}
+}
+
+func testGracefulShutdown(t *testing.T, scale float64) {
+	deps, _, _ := simDeps(t, simSetup{seed: 4, timeScale: scale})
 	c := new(Counters)
 	deps.Counters = c
 	ctx, cancel := context.WithCancel(context.Background())
@@ -414,8 +492,11 @@ func TestGracefulShutdownCancelsAndRecordsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAccounting(t, sum, -1)
-	if sum.Episodes.Cancelled == 0 {
+	if sum.Episodes.Cancelled == 0 && scale > 0 {
 		t.Errorf("no episode was cancelled: %+v", sum.Episodes)
+	}
+	if sum.Episodes.Admitted >= 100000 {
+		t.Errorf("the run was not stopped: %+v", sum.Episodes)
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("shutdown took %v", d)

@@ -6,10 +6,10 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
 )
 
 // BenchConfig shapes `frog bench`: the actor pipeline against the plain
@@ -55,8 +55,8 @@ type PipelineFigures struct {
 
 // MemoryFigures are the bytes per live episode of both pipelines at one
 // number of live episodes: the growth of the Go heap and stacks in use while
-// that many episodes are parked mid-episode (sandbox open, one policy round
-// trip done), divided by their number.
+// that many episodes are parked mid-episode (sandbox open, waiting for the
+// policy's answer), divided by their number.
 type MemoryFigures struct {
 	Live        int     `json:"live"`
 	ActorsBytes float64 `json:"actors_bytes_per_episode"`
@@ -123,16 +123,21 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 	return rep, nil
 }
 
-// liveBytes runs n episodes at concurrency n, holds them all parked at their
-// first sandbox operation, and measures the heap and stacks in use then
-// against before the run.
+// liveBytes runs n episodes at concurrency n, holds them all parked after
+// their first act request (their sandboxes open, the policy withholding its
+// answers), and measures the heap and stacks in use then against before the
+// run.
 func liveBytes(ctx context.Context, n int, newDeps func() (Deps, error), run func(context.Context, Config, Deps) (Summary, error)) (perEpisode, stackPerEpisode float64, total uint64, err error) {
 	deps, err := newDeps()
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	gp := &gatedProvider{Provider: deps.Provider, gate: make(chan struct{})}
-	deps.Provider = gp
+	stats, ok := deps.Provider.(env.ProviderStats)
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("provider %T keeps no statistics", deps.Provider)
+	}
+	gate := make(chan struct{})
+	deps.Learner = &gatedLearner{Learner: deps.Learner, gate: gate}
 	cfg := DefaultConfig()
 	cfg.Episodes, cfg.Concurrency = int64(n), n
 	before, stackBefore := inUse()
@@ -147,16 +152,17 @@ func liveBytes(ctx context.Context, n int, newDeps func() (Deps, error), run fun
 		sum, runErr = run(ctx, cfg, deps)
 	}()
 	deadline := time.Now().Add(5 * time.Minute)
-	for gp.parked.Load() < int64(n) {
+	for stats.Stats().Live < int64(n) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			close(gp.gate)
+			close(gate)
 			wg.Wait()
-			return 0, 0, 0, fmt.Errorf("only %d of %d episodes went live", gp.parked.Load(), n)
+			return 0, 0, 0, fmt.Errorf("only %d of %d episodes went live", stats.Stats().Live, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	time.Sleep(200 * time.Millisecond) // let the last act requests land
 	during, stackDuring := inUse()
-	close(gp.gate)
+	close(gate)
 	wg.Wait()
 	if runErr != nil {
 		return 0, 0, 0, runErr
@@ -177,39 +183,29 @@ func inUse() (total, stacks uint64) {
 	return ms.HeapInuse + ms.StackInuse, ms.StackInuse
 }
 
-// gatedProvider parks every sandbox at its first file read until the gate
-// opens, so that a known number of episodes are live at once.
-type gatedProvider struct {
-	env.Provider
-	gate   chan struct{}
-	parked atomic.Int64
+// gatedLearner hands out a policy that withholds every answer until the
+// gate opens, so that a known number of episodes are live at once.
+type gatedLearner struct {
+	policy.Learner
+	gate chan struct{}
 }
 
-func (g *gatedProvider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox, error) {
-	sb, err := g.Provider.Open(ctx, opts)
-	if err != nil {
-		return nil, err
+func (g *gatedLearner) Policy() policy.Policy {
+	return gatedPolicy{Policy: g.Learner.Policy(), gate: g.gate}
+}
+
+type gatedPolicy struct {
+	policy.Policy
+	gate chan struct{}
+}
+
+func (g gatedPolicy) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return &gatedSandbox{Sandbox: sb, g: g}, nil
-}
-
-type gatedSandbox struct {
-	env.Sandbox
-	g      *gatedProvider
-	passed bool
-}
-
-func (s *gatedSandbox) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	if !s.passed {
-		s.passed = true
-		s.g.parked.Add(1)
-		select {
-		case <-s.g.gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return s.Sandbox.ReadFile(ctx, path)
+	return g.Policy.Act(ctx, obs, acts)
 }
 
 func median(xs []float64) float64 {

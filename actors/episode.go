@@ -26,6 +26,9 @@ type episodeDeps struct {
 	// runners owns the episodes' runner goroutines: Run waits for it.
 	runners *sync.WaitGroup
 	log     zerolog.Logger
+	// inline is set when the provider's sandboxes never block
+	// (env.Immediate): episodes then step inside Receive, with no runner.
+	inline bool
 }
 
 // episodeSpec is what one episode is; it does not change across restarts.
@@ -42,6 +45,8 @@ type episodeState struct {
 	attempts  int
 	cancelled bool
 	lastErr   error
+	// done is set once the episode has reported its result.
+	done bool
 }
 
 // infraFault is what an episode panics with to hand an infrastructure fault
@@ -67,13 +72,23 @@ type episode struct {
 	st      *episodeState
 	attempt int
 	cancel  context.CancelFunc
+	// Inline mode: the open sandbox and the episode's state machine.
+	sb env.Sandbox
+	ep *env.Episode
 }
+
+// inlineDispatcher runs an inline episode's mailbox on the goroutine that
+// posts to it: the policy server's inference goroutine applies each action
+// right after choosing it, with no goroutine per step or per episode.
+var inlineDispatcher = actor.NewSynchronizedDispatcher(300)
 
 func newEpisodeProps(spec *episodeSpec, deps *episodeDeps) *actor.Props {
 	st := &episodeState{}
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &episode{spec: spec, deps: deps, st: st}
-	})
+	producer := func() actor.Actor { return &episode{spec: spec, deps: deps, st: st} }
+	if deps.inline {
+		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher))
+	}
+	return actor.PropsFromProducer(producer)
 }
 
 func (e *episode) Receive(ctx actor.Context) {
@@ -82,15 +97,22 @@ func (e *episode) Receive(ctx actor.Context) {
 		e.start(ctx)
 	case *runDone:
 		e.finish(ctx, m)
+	case *ActResponse:
+		e.act(ctx, m)
 	case *Cancel:
 		e.st.cancelled = true
 		if e.cancel != nil {
 			e.cancel()
 		}
+		if e.sb != nil {
+			e.closeSandbox()
+			e.finish(ctx, &runDone{attempt: e.attempt, err: context.Canceled})
+		}
 	case *actor.Restarting, *actor.Stopping:
 		if e.cancel != nil {
 			e.cancel()
 		}
+		e.closeSandbox()
 	}
 }
 
@@ -100,6 +122,10 @@ func (e *episode) start(ctx actor.Context) {
 	e.st.attempts++
 	if e.st.cancelled {
 		e.report(ctx, Cancelled, nil, context.Canceled)
+		return
+	}
+	if e.deps.inline {
+		e.startInline(ctx)
 		return
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -142,10 +168,82 @@ func runAttempt(ctx context.Context, d *episodeDeps, spec *episodeSpec, attempt 
 	return env.Run(ctx, sb, agent, spec.task, opts)
 }
 
+// startInline opens a never-blocking sandbox and asks for the first action.
+// Every sandbox call of an inline episode happens inside Receive, guarded
+// against panics like a runner's.
+func (e *episode) startInline(ctx actor.Context) {
+	d, spec := e.deps, e.spec
+	var sb env.Sandbox
+	err := guard(spec.id, e.attempt, func() (err error) {
+		sb, err = d.provider.Open(context.Background(), env.OpenOptions{Run: d.run, Episode: spec.id, Attempt: e.attempt, Task: spec.task})
+		return err
+	})
+	if err != nil {
+		e.finish(ctx, &runDone{attempt: e.attempt, err: fmt.Errorf("open sandbox: %w", err)})
+		return
+	}
+	opts := d.runOpts
+	opts.Episode, opts.Attempt = spec.id, e.attempt
+	e.sb, e.ep = sb, env.NewEpisode(spec.task, opts)
+	e.next(ctx)
+}
+
+// next asks for the next action, or finishes the episode.
+func (e *episode) next(ctx actor.Context) {
+	if obs, ok := e.ep.Observation(); ok {
+		ctx.Send(e.deps.server, &ActRequest{Obs: obs, ReplyTo: ctx.Self()})
+		return
+	}
+	var traj env.Trajectory
+	err := guard(e.spec.id, e.attempt, func() (err error) {
+		traj, err = e.ep.Finish(context.Background(), e.sb)
+		return err
+	})
+	e.closeSandbox()
+	e.finish(ctx, &runDone{attempt: e.attempt, traj: traj, err: err})
+}
+
+// act applies the policy's answer in the sandbox.
+func (e *episode) act(ctx actor.Context, m *ActResponse) {
+	if e.ep == nil || m.Attempt != e.attempt {
+		return // an answer for an attempt that is over
+	}
+	err := m.Err
+	if err == nil {
+		err = guard(e.spec.id, e.attempt, func() error { return e.ep.Apply(context.Background(), e.sb, m.Action) })
+	}
+	if err != nil {
+		traj := e.ep.Trajectory()
+		e.closeSandbox()
+		e.finish(ctx, &runDone{attempt: e.attempt, traj: traj, err: err})
+		return
+	}
+	e.next(ctx)
+}
+
+func (e *episode) closeSandbox() {
+	if e.sb == nil {
+		return
+	}
+	sb := e.sb
+	e.sb, e.ep = nil, nil
+	_ = guard(e.spec.id, e.attempt, func() error { return sb.Close(context.Background()) })
+}
+
+// guard runs f, turning a panic of a backend into an infrastructure fault.
+func guard(episode uint64, attempt int, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = env.Infra(fmt.Errorf("episode %d attempt %d: panic: %v", episode, attempt, r))
+		}
+	}()
+	return f()
+}
+
 // finish decides what an attempt's end means: a result for the learner, or a
 // fault for the supervisor.
 func (e *episode) finish(ctx actor.Context, m *runDone) {
-	if m.attempt != e.attempt {
+	if m.attempt != e.attempt || e.st.done {
 		return
 	}
 	e.cancel = nil
@@ -171,6 +269,7 @@ func (e *episode) finish(ctx actor.Context, m *runDone) {
 // passes the outcome on to the scheduler, and stops the episode: its work is
 // done and its sandbox closed.
 func (e *episode) report(ctx actor.Context, kind OutcomeKind, traj *env.Trajectory, err error) {
+	e.st.done = true
 	ctx.Send(e.deps.learner, &EpisodeResult{
 		Episode: e.spec.id, Group: e.spec.group, GroupSize: e.spec.groupSize, Task: e.spec.task,
 		Kind: kind, Trajectory: traj, Attempts: e.st.attempts, Err: err, ReportTo: ctx.Parent(),

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -10,6 +12,9 @@ import (
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 )
+
+// deliverChunk is the least number of answers worth a goroutine of their own.
+const deliverChunk = 64
 
 // PolicyServerStats is the policy server's part of a summary.
 type PolicyServerStats struct {
@@ -132,15 +137,41 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 			obs[i] = r.Obs
 		}
 		acts := make([]env.Action, len(batch))
-		err := pol.Act(ictx, obs, acts)
-		if err != nil {
-			err = env.Infra(err)
+		err := actSafely(ictx, pol, obs, acts)
+		deliver := func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				r, a := batch[i], acts[i]
+				a.Version = version
+				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: a, Err: err})
+			}
 		}
-		for i, r := range batch {
-			a := acts[i]
-			a.Version = version
-			root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: a, Err: err})
+		// Episodes that step inline do their sandbox work on the goroutine
+		// that delivers their answer: split a large batch across the cores.
+		parts := min(runtime.GOMAXPROCS(0), len(batch)/deliverChunk)
+		if parts <= 1 {
+			deliver(0, len(batch))
+		} else {
+			var wg sync.WaitGroup
+			for p := range parts {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					deliver(p*len(batch)/parts, (p+1)*len(batch)/parts)
+				}()
+			}
+			wg.Wait()
 		}
 		root.Send(self, &batchDone{n: len(batch), failed: err != nil})
 	}()
+}
+
+// actSafely runs a batch on pol; an error or a panic of the policy is an
+// infrastructure fault of every episode in the batch, not a crash of frog.
+func actSafely(ctx context.Context, pol policy.Policy, obs []env.Observation, acts []env.Action) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = env.Infra(fmt.Errorf("policy panicked on a batch of %d: %v", len(obs), r))
+		}
+	}()
+	return env.Infra(pol.Act(ctx, obs, acts))
 }

@@ -218,6 +218,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		maxAttempts: cfg.MaxAttempts, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps},
 		closeTimeout: cfg.CloseTimeout, root: root, runners: &runners, log: log,
 	}
+	if im, ok := deps.Provider.(env.Immediate); ok && im.Immediate() {
+		edeps.inline = true
+	}
 	done := make(chan struct{})
 	start := time.Now()
 	schedPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {

@@ -48,38 +48,89 @@ func (o RunOptions) withDefaults() RunOptions {
 // workspace, an edit whose old text is not in the file) are shown to the
 // agent as the step's output and do not end the episode.
 func Run(ctx context.Context, sb Sandbox, agent Agent, task *Task, opts RunOptions) (Trajectory, error) {
-	opts = opts.withDefaults()
-	traj := Trajectory{Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 4))}
-	var last *StepResult
-	for step := 0; step < opts.MaxSteps; step++ {
-		if err := ctx.Err(); err != nil {
-			return traj, fmt.Errorf("episode %d step %d: %w", opts.Episode, step, err)
-		}
-		act, err := agent.Act(ctx, Observation{Episode: opts.Episode, Attempt: opts.Attempt, Step: step, Task: task, Last: last})
-		if err != nil {
-			return traj, fmt.Errorf("episode %d step %d: act: %w", opts.Episode, step, err)
-		}
-		if act.Tool == ToolSubmit {
-			traj.Steps = append(traj.Steps, Step{Action: act})
-			traj.Submitted = true
+	ep := NewEpisode(task, opts)
+	for {
+		obs, ok := ep.Observation()
+		if !ok {
 			break
 		}
-		res, err := execute(ctx, sb, task, act, opts.MaxObservation)
-		if err != nil {
-			return traj, fmt.Errorf("episode %d step %d: %s: %w", opts.Episode, step, act.Tool, err)
+		if err := ctx.Err(); err != nil {
+			return ep.traj, fmt.Errorf("episode %d step %d: %w", ep.opts.Episode, obs.Step, err)
 		}
-		traj.Steps = append(traj.Steps, Step{Action: act, Result: res})
-		last = &traj.Steps[len(traj.Steps)-1].Result
+		act, err := agent.Act(ctx, obs)
+		if err != nil {
+			return ep.traj, fmt.Errorf("episode %d step %d: act: %w", ep.opts.Episode, obs.Step, err)
+		}
+		if err := ep.Apply(ctx, sb, act); err != nil {
+			return ep.traj, err
+		}
 	}
-	passed, err := Evaluate(ctx, sb, task)
+	return ep.Finish(ctx, sb)
+}
+
+// Episode is the step loop of one episode as a state machine: Run drives it
+// with a blocking Agent; the actor runtime drives it from messages when the
+// sandbox never blocks. Observation, Apply, Apply, …, Finish. An Episode is
+// used by one goroutine at a time.
+type Episode struct {
+	task *Task
+	opts RunOptions
+	traj Trajectory
+	last *StepResult
+	over bool
+}
+
+// NewEpisode starts an episode of task.
+func NewEpisode(task *Task, opts RunOptions) *Episode {
+	opts = opts.withDefaults()
+	return &Episode{task: task, opts: opts, traj: Trajectory{
+		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 4)),
+	}}
+}
+
+// Observation is what the agent sees before its next action; ok is false
+// when the episode is over (submitted, or out of steps) and Finish is next.
+func (e *Episode) Observation() (obs Observation, ok bool) {
+	if e.over || len(e.traj.Steps) >= e.opts.MaxSteps {
+		return Observation{}, false
+	}
+	return Observation{Episode: e.opts.Episode, Attempt: e.opts.Attempt, Step: len(e.traj.Steps), Task: e.task, Last: e.last}, true
+}
+
+// Apply performs the agent's action in sb and records it. It returns an
+// error only when the episode must end: an infrastructure fault, or ctx
+// cancelled.
+func (e *Episode) Apply(ctx context.Context, sb Sandbox, act Action) error {
+	step := len(e.traj.Steps)
+	if act.Tool == ToolSubmit {
+		e.traj.Steps = append(e.traj.Steps, Step{Action: act})
+		e.traj.Submitted, e.over = true, true
+		return nil
+	}
+	res, err := execute(ctx, sb, e.task, act, e.opts.MaxObservation)
 	if err != nil {
-		return traj, fmt.Errorf("episode %d: evaluate: %w", opts.Episode, err)
+		return fmt.Errorf("episode %d step %d: %s: %w", e.opts.Episode, step, act.Tool, err)
+	}
+	e.traj.Steps = append(e.traj.Steps, Step{Action: act, Result: res})
+	e.last = &e.traj.Steps[len(e.traj.Steps)-1].Result
+	return nil
+}
+
+// Finish runs the deciding tests and returns the trajectory with its reward.
+func (e *Episode) Finish(ctx context.Context, sb Sandbox) (Trajectory, error) {
+	e.over = true
+	passed, err := Evaluate(ctx, sb, e.task)
+	if err != nil {
+		return e.traj, fmt.Errorf("episode %d: evaluate: %w", e.opts.Episode, err)
 	}
 	if passed {
-		traj.Reward = 1
+		e.traj.Reward = 1
 	}
-	return traj, nil
+	return e.traj, nil
 }
+
+// Trajectory is what the episode has recorded so far.
+func (e *Episode) Trajectory() Trajectory { return e.traj }
 
 // Evaluate runs the task's deciding tests in sb and reports whether they
 // pass. A sandbox fault is an error; failing tests are not.

@@ -85,3 +85,12 @@ type SandboxStats struct {
 	// Faults counts infrastructure faults injected or observed, by kind.
 	Faults map[string]int64 `json:"faults,omitempty"`
 }
+
+// Immediate is an optional capability of a Provider: Immediate reports true
+// when its sandboxes never block (every call returns at once, with no I/O and
+// no waiting), so that a caller may use them inside an actor's Receive rather
+// than from a goroutine of their own. The simulated provider at time scale 0
+// is one.
+type Immediate interface {
+	Immediate() bool
+}

@@ -112,6 +112,7 @@ type Provider struct {
 var (
 	_ env.Provider      = (*Provider)(nil)
 	_ env.ProviderStats = (*Provider)(nil)
+	_ env.Immediate     = (*Provider)(nil)
 	_ env.Sandbox       = (*Sandbox)(nil)
 )
 
@@ -174,6 +175,9 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 	p.opened.Add(1)
 	return s, nil
 }
+
+// Immediate reports whether the sandboxes never wait: at time scale 0.
+func (p *Provider) Immediate() bool { return p.cfg.TimeScale == 0 }
 
 // Stats reports what the provider did so far.
 func (p *Provider) Stats() env.SandboxStats {

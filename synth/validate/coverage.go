@@ -1,0 +1,147 @@
+package validate
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Block is one coverage block of a cover profile, in a file named by its
+// base name (a package's files share one directory).
+type Block struct {
+	File                string
+	StartLine, StartCol int
+	EndLine, EndCol     int
+}
+
+// String formats the block as cover profiles do: "file:l.c,l.c".
+func (b Block) String() string {
+	return fmt.Sprintf("%s:%d.%d,%d.%d", b.File, b.StartLine, b.StartCol, b.EndLine, b.EndCol)
+}
+
+// overlaps reports whether the block covers any line in [lo, hi] of file.
+func (b Block) overlaps(file string, lo, hi int) bool {
+	return b.File == file && b.StartLine <= hi && lo <= b.EndLine
+}
+
+// CoverageMap says which blocks of a package each test executes.
+type CoverageMap struct {
+	// Tests maps a top-level test to the blocks it covers.
+	Tests map[string][]Block
+}
+
+// Covering returns, sorted, the tests that execute any block overlapping
+// lines [lo, hi] of file (a base name).
+func (c *CoverageMap) Covering(file string, lo, hi int) []string {
+	var out []string
+	for t, blocks := range c.Tests {
+		for _, b := range blocks {
+			if b.overlaps(file, lo, hi) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Strings returns the map in the task store's form.
+func (c *CoverageMap) Strings() map[string][]string {
+	m := make(map[string][]string, len(c.Tests))
+	for t, blocks := range c.Tests {
+		s := make([]string, len(blocks))
+		for i, b := range blocks {
+			s[i] = b.String()
+		}
+		m[t] = s
+	}
+	return m
+}
+
+// OchiaiRank ranks the block holding lines [lo, hi] of file among all
+// covered blocks by the Ochiai suspiciousness failed(b) /
+// sqrt(totalFailed * (failed(b) + passed(b))), computed from the given
+// failing and passing tests; ties share the better rank. It returns 0 when
+// no block overlaps the lines.
+func (c *CoverageMap) OchiaiRank(file string, lo, hi int, failing, passing []string) int {
+	type counts struct{ f, p int }
+	per := map[Block]*counts{}
+	tally := func(tests []string, fail bool) {
+		for _, t := range tests {
+			for _, b := range c.Tests[t] {
+				n := per[b]
+				if n == nil {
+					n = &counts{}
+					per[b] = n
+				}
+				if fail {
+					n.f++
+				} else {
+					n.p++
+				}
+			}
+		}
+	}
+	tally(failing, true)
+	tally(passing, false)
+	score := func(n *counts) float64 {
+		if n.f == 0 {
+			return 0
+		}
+		return float64(n.f) / math.Sqrt(float64(len(failing)*(n.f+n.p)))
+	}
+	target := -1.0
+	for b, n := range per {
+		if b.overlaps(file, lo, hi) {
+			target = max(target, score(n))
+		}
+	}
+	if target < 0 {
+		return 0
+	}
+	rank := 1
+	for _, n := range per {
+		if score(n) > target {
+			rank++
+		}
+	}
+	return rank
+}
+
+// parseProfile reads the blocks a cover profile records as executed.
+func parseProfile(data []byte) ([]Block, error) {
+	var blocks []Block
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if n == 1 && strings.HasPrefix(line, "mode:") || line == "" {
+			continue
+		}
+		// import/path/file.go:12.3,14.2 2 1
+		i := strings.LastIndexByte(line, ':')
+		fields := strings.Fields(line[i+1:])
+		if i < 0 || len(fields) != 3 {
+			return nil, fmt.Errorf("cover profile line %d: malformed %q", n, line)
+		}
+		count, err := strconv.Atoi(fields[2])
+		if err != nil {
+			return nil, fmt.Errorf("cover profile line %d: %w", n, err)
+		}
+		if count == 0 {
+			continue
+		}
+		var b Block
+		if _, err := fmt.Sscanf(fields[0], "%d.%d,%d.%d", &b.StartLine, &b.StartCol, &b.EndLine, &b.EndCol); err != nil {
+			return nil, fmt.Errorf("cover profile line %d: %w", n, err)
+		}
+		b.File = path.Base(line[:i])
+		blocks = append(blocks, b)
+	}
+	return blocks, sc.Err()
+}

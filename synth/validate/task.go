@@ -1,0 +1,144 @@
+package validate
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/mutate"
+)
+
+// Mutants enumerates the single-mutation mutants of the package in directory
+// rel of the module (non-test files only), in source order. Type information
+// is best effort: imports resolve from the go command's export data.
+func (v *Validator) Mutants(rel string) ([]Mutant, error) {
+	dir := filepath.Join(v.dir, filepath.FromSlash(rel))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mutants of %s: %w", rel, err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	srcs := map[*ast.File][]byte{}
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return nil, fmt.Errorf("mutants of %s: %w", rel, err)
+		}
+		name := path.Join(strings.TrimPrefix(path.Clean(filepath.ToSlash(rel)), "./"), n)
+		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("mutants of %s: %w", rel, err)
+		}
+		files = append(files, f)
+		srcs[f] = src
+	}
+	info, _ := mutate.Check(fset, rel, files, importer.Default())
+	var out []Mutant
+	for _, f := range files {
+		for _, s := range mutate.Sites(fset, f, srcs[f], info) {
+			mutated, patch, err := s.Apply()
+			if err != nil {
+				continue // a mutant that does not parse is never tried
+			}
+			out = append(out, Mutant{
+				File: s.Filename, Src: mutated, Patch: patch,
+				Func: s.Func, Line: s.Line, EndLine: s.EndLine,
+				Complexity: s.Complexity, PackageLines: bytes.Count(srcs[f], []byte("\n")),
+				Mutations: []synth.Mutation{fromSite(s)},
+			})
+		}
+	}
+	return out, nil
+}
+
+func fromSite(s mutate.Site) synth.Mutation {
+	m := synth.Mutation{
+		Op: s.Op, Family: s.Family.String(), File: s.Filename,
+		Line: s.Line, EndLine: s.EndLine, Func: s.Func, Desc: s.Desc,
+	}
+	for _, e := range s.Edits {
+		m.Edits = append(m.Edits, synth.Edit{Offset: e.Offset, Old: e.Old, New: e.New})
+	}
+	return m
+}
+
+// Record makes the stored task for a valid mutant of package p in module
+// repo (its module path).
+func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
+	rec := synth.TaskRecord{
+		Task: env.Task{
+			ID:               strings.ReplaceAll(repo, "/", "__") + "." + res.DiffHash,
+			Repo:             repo,
+			File:             m.File,
+			Patch:            m.Patch,
+			ProblemStatement: problemStatement(res),
+			FailToPass:       res.FailToPass,
+			PassToPass:       res.PassToPass,
+			TestCmd:          []string{"go", "test", "-count=1", "-run", runRegexp(append(append([]string(nil), res.FailToPass...), res.PassToPass...)), p.Rel},
+		},
+		Package:   path.Join(repo, strings.TrimPrefix(p.Rel, "./")),
+		Mutations: m.Mutations,
+		Features: synth.Features{
+			K:            len(m.Mutations),
+			Complexity:   m.Complexity,
+			FailToPass:   len(res.FailToPass),
+			PointsAtLine: pointsAt(res.FailureOutput, path.Base(m.File), m.Line, m.EndLine),
+			PackageLines: m.PackageLines,
+		},
+		Validation: synth.Validation{
+			Outcome:         string(res.Outcome),
+			BaselineSeconds: p.Baseline.Seconds(),
+			TimeoutSeconds:  res.Timeout.Seconds(),
+			Runs:            res.Runs,
+			TestsCovering:   len(res.Covering),
+			DiffHash:        res.DiffHash,
+		},
+	}
+	if len(m.Mutations) > 0 {
+		rec.Family = m.Mutations[0].Family
+	}
+	if p.Coverage != nil {
+		rec.Features.OchiaiRank = p.Coverage.OchiaiRank(path.Base(m.File), m.Line, m.EndLine, res.FailToPass, res.PassToPass)
+		rec.Coverage = p.Coverage.Strings()
+	}
+	return rec
+}
+
+func problemStatement(res Result) string {
+	var b strings.Builder
+	b.WriteString("These tests fail and should pass:\n")
+	for _, t := range res.FailToPass {
+		fmt.Fprintf(&b, "\n%s:\n", t)
+		if out := res.FailureOutput[t]; out != "" {
+			b.WriteString(truncate(out, 2000))
+		}
+	}
+	return b.String()
+}
+
+// pointsAt reports whether any failure output names file:line for a line in
+// [lo, hi].
+func pointsAt(outputs map[string]string, file string, lo, hi int) bool {
+	for _, out := range outputs {
+		for l := lo; l <= hi; l++ {
+			if strings.Contains(out, fmt.Sprintf("%s:%d", file, l)) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+package validate
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
+)
+
+const tinyModule = "testdata/tiny"
+
+func prepare(t *testing.T) (*Validator, *Package) {
+	t.Helper()
+	v, err := New(tinyModule, Config{MinTimeout: 2 * time.Second}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v.Prepare(context.Background(), "calc")
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	return v, p
+}
+
+func find(t *testing.T, ms []Mutant, op, fn, desc string) Mutant {
+	t.Helper()
+	for _, m := range ms {
+		mu := m.Mutations[0]
+		if mu.Op == op && mu.Func == fn && mu.Desc == desc {
+			return m
+		}
+	}
+	t.Fatalf("no mutant %s in %s (%s)", op, fn, desc)
+	return Mutant{}
+}
+
+func TestValidate(t *testing.T) {
+	v, p := prepare(t)
+	if diff := cmp.Diff([]string{"TestAbs", "TestCount", "TestMax", "TestSqrt"}, p.Stable); diff != "" {
+		t.Fatalf("stable tests (-want +got):\n%s", diff)
+	}
+	if got := p.Coverage.Covering("calc.go", 40, 40); !cmp.Equal(got, []string{"TestSqrt"}) {
+		t.Errorf("tests covering calc.go:40 = %v, want [TestSqrt]", got)
+	}
+	ms, err := v.Mutants("calc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nilErr := find(t, ms, "nil-error", "Sqrt", "errNegative -> nil")
+	broken := nilErr
+	broken.Src = []byte(strings.Replace(string(broken.Src), "return 0, nil", "return 0, nil, nil", 1))
+	broken.Patch += "\n+broken"
+
+	tests := []struct {
+		name string
+		m    Mutant
+		want Outcome
+		f2p  []string
+		p2p  []string
+	}{
+		{"valid", nilErr, Valid, []string{"TestSqrt"}, []string{"TestAbs", "TestCount", "TestMax"}},
+		{"same diff again", nilErr, Duplicate, nil, nil},
+		{"boundary flip nobody sees", find(t, ms, "compare-boundary", "Max", "> -> >="), Equivalent, nil, nil},
+		{"uncovered", find(t, ms, "arithmetic", "Unused", "* -> /"), Equivalent, nil, nil},
+		{"infinite loop", find(t, ms, "incdec", "Count", "++ -> --"), TimedOut, nil, nil},
+		{"does not build", broken, NonViable, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := v.Validate(context.Background(), p, tt.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != tt.want {
+				t.Fatalf("outcome = %s (%s), want %s", res.Outcome, res.Reason, tt.want)
+			}
+			if diff := cmp.Diff(tt.f2p, res.FailToPass); diff != "" {
+				t.Errorf("FAIL_TO_PASS (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.p2p, res.PassToPass); diff != "" {
+				t.Errorf("PASS_TO_PASS (-want +got):\n%s", diff)
+			}
+			if tt.want == Valid {
+				rec := Record("example.com/tiny", p, tt.m, res)
+				if !strings.Contains(rec.ProblemStatement, "Sqrt(-1) succeeded") {
+					t.Errorf("problem statement lacks the failure: %q", rec.ProblemStatement)
+				}
+				if rec.Family != "idiom" || rec.Features.FailToPass != 1 || rec.Features.OchiaiRank < 1 {
+					t.Errorf("record features = %+v, family %q", rec.Features, rec.Family)
+				}
+			}
+		})
+	}
+	want := Counters{Tried: 6, NonViable: 1, Equivalent: 2, TimedOut: 1, Duplicate: 1, Valid: 1}
+	if diff := cmp.Diff(want, v.Counters()); diff != "" {
+		t.Errorf("counters (-want +got):\n%s", diff)
+	}
+}
+
+func TestDiffHashNormalizes(t *testing.T) {
+	a := "--- a/f.go\n+++ b/f.go\n@@ -1,3 +1,3 @@\n x\n-\tif a <= b {\n+\tif a < b {\n"
+	b := "--- a/f.go\n+++ b/f.go\n@@ -7,3 +7,3 @@\n y\n-    if a <= b {\n+    if a < b {\n"
+	c := "--- a/f.go\n+++ b/f.go\n@@ -1,3 +1,3 @@\n x\n-\tif a >= b {\n+\tif a < b {\n"
+	if DiffHash(a) != DiffHash(b) {
+		t.Errorf("hashes differ for diffs that differ only in position and whitespace")
+	}
+	if DiffHash(a) == DiffHash(c) {
+		t.Errorf("hashes equal for different diffs")
+	}
+}
+
+func TestParseProfile(t *testing.T) {
+	got, err := parseProfile([]byte("mode: set\nexample.com/tiny/calc/calc.go:7.24,8.11 1 1\nexample.com/tiny/calc/calc.go:11.2,11.10 1 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Block{{File: "calc.go", StartLine: 7, StartCol: 24, EndLine: 8, EndCol: 11}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parseProfile (-want +got):\n%s", diff)
+	}
+	if _, err := parseProfile([]byte("mode: set\ngarbage\n")); err == nil {
+		t.Error("parseProfile accepted garbage")
+	}
+}

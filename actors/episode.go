@@ -210,7 +210,7 @@ func (e *episode) act(ctx actor.Context, m *ActResponse) {
 	}
 	err := m.Err
 	if err == nil {
-		err = guard(e.spec.id, e.attempt, func() error { return e.ep.Apply(context.Background(), e.sb, m.Action) })
+		err = guard(e.spec.id, e.attempt, func() error { return e.ep.Apply(context.Background(), e.sb, *m.Action) })
 	}
 	if err != nil {
 		traj := e.ep.Trajectory()
@@ -306,7 +306,10 @@ func (a *remoteAgent) Act(ctx context.Context, obs env.Observation) (env.Action,
 			if r.Step != obs.Step || r.Attempt != obs.Attempt {
 				continue
 			}
-			return r.Action, r.Err
+			if r.Err != nil {
+				return env.Action{}, r.Err
+			}
+			return *r.Action, nil
 		case <-ctx.Done():
 			return env.Action{}, ctx.Err()
 		}

@@ -66,11 +66,11 @@ type ActRequest struct {
 }
 
 // ActResponse answers ActRequest. Action.Version is the policy version that
-// chose it.
+// chose it. Action points into the batch's results and must not be changed.
 type ActResponse struct {
 	Attempt int
 	Step    int
-	Action  env.Action
+	Action  *env.Action
 	Err     error
 }
 

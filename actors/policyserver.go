@@ -140,9 +140,9 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 		err := actSafely(ictx, pol, obs, acts)
 		deliver := func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				r, a := batch[i], acts[i]
-				a.Version = version
-				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: a, Err: err})
+				r := batch[i]
+				acts[i].Version = version
+				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: &acts[i], Err: err})
 			}
 		}
 		// Episodes that step inline do their sandbox work on the goroutine

@@ -207,17 +207,17 @@ type Sandbox struct {
 	crashed bool
 	closed  bool
 	fixed   bool
-	files   map[string][]byte // what WriteFile wrote, by cleaned path
+	files   []simFile // what WriteFile wrote, by cleaned path
 }
 
 // op accounts for one operation: it waits its latency and injects the fault
 // when its turn comes.
-func (s *Sandbox) op(ctx context.Context, lat LogNormal, what string) error {
+func (s *Sandbox) op(ctx context.Context, lat LogNormal, verb, name string) error {
 	if s.closed {
 		return env.ErrClosed
 	}
 	if s.crashed {
-		return env.Infra(fmt.Errorf("sim: %s: sandbox crashed", what))
+		return env.Infra(fmt.Errorf("sim: %s %s: sandbox crashed", verb, name))
 	}
 	n := s.ops
 	s.ops++
@@ -227,13 +227,13 @@ func (s *Sandbox) op(ctx context.Context, lat LogNormal, what string) error {
 		case faultCrash:
 			s.crashed = true
 			s.p.crashes.Add(1)
-			return env.Infra(fmt.Errorf("sim: %s: sandbox crashed", what))
+			return env.Infra(fmt.Errorf("sim: %s %s: sandbox crashed", verb, name))
 		case faultHang:
 			s.p.hangs.Add(1)
 			if err := s.p.wait(ctx, s.p.cfg.CommandTimeout); err != nil {
 				return err
 			}
-			return env.Infra(fmt.Errorf("sim: %s: no answer from sandbox within %v", what, s.p.cfg.CommandTimeout))
+			return env.Infra(fmt.Errorf("sim: %s %s: no answer from sandbox within %v", verb, name, s.p.cfg.CommandTimeout))
 		}
 	}
 	return s.p.wait(ctx, d)
@@ -250,7 +250,7 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	if isTest {
 		lat = s.p.cfg.Test
 	}
-	if err := s.op(ctx, lat, "exec "+opts.Cmd[0]); err != nil {
+	if err := s.op(ctx, lat, "exec", opts.Cmd[0]); err != nil {
 		return env.ExecResult{}, err
 	}
 	if isTest && !s.fixed {
@@ -265,10 +265,10 @@ func (s *Sandbox) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	if err := checkPath(name); err != nil {
 		return nil, err
 	}
-	if err := s.op(ctx, s.p.cfg.Command, "read "+name); err != nil {
+	if err := s.op(ctx, s.p.cfg.Command, "read", name); err != nil {
 		return nil, err
 	}
-	if data, ok := s.files[path.Clean(name)]; ok {
+	if data, ok := s.file(path.Clean(name)); ok {
 		return slices.Clone(data), nil
 	}
 	return []byte("// simulated source\n"), nil
@@ -280,17 +280,37 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 	if err := checkPath(name); err != nil {
 		return err
 	}
-	if err := s.op(ctx, s.p.cfg.Command, "write "+name); err != nil {
+	if err := s.op(ctx, s.p.cfg.Command, "write", name); err != nil {
 		return err
 	}
 	if name == s.task.File {
 		s.fixed = string(data) == s.task.Patch
 	}
-	if s.files == nil {
-		s.files = map[string][]byte{}
+	name = path.Clean(name)
+	for i := range s.files {
+		if s.files[i].name == name {
+			s.files[i].data = slices.Clone(data)
+			return nil
+		}
 	}
-	s.files[path.Clean(name)] = slices.Clone(data)
+	s.files = append(s.files, simFile{name: name, data: slices.Clone(data)})
 	return nil
+}
+
+// simFile is one file written to a simulated workspace; a workspace holds a
+// handful, so a slice beats a map.
+type simFile struct {
+	name string
+	data []byte
+}
+
+func (s *Sandbox) file(name string) ([]byte, bool) {
+	for i := range s.files {
+		if s.files[i].name == name {
+			return s.files[i].data, true
+		}
+	}
+	return nil, false
 }
 
 // Close releases the sandbox. It is idempotent and never waits.

@@ -256,10 +256,14 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(tw, "curriculum\t%s\tfinal difficulty %.2f\tpass rate %.3f\t\n",
 		r.Curriculum.Kind, r.Curriculum.Difficulty, r.Curriculum.PassRate)
 	fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
-	if r.Interrupted {
-		fmt.Fprintf(tw, "interrupted\trunning episodes were cancelled and recorded\t\t\t\n")
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	return tw.Flush()
+	if r.Interrupted {
+		_, err := fmt.Fprintln(w, "interrupted: running episodes were cancelled and recorded")
+		return err
+	}
+	return nil
 }
 
 func bytesString(n int64) string {

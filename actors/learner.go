@@ -148,7 +148,7 @@ func (l *learner) fresh(groups []policy.Group) []policy.Group {
 		g.Trajectories = kept
 		l.st.Groups++
 		l.st.Trajectories += int64(len(kept))
-		if policy.Variance(rewardsOf(kept)) == 0 {
+		if policy.Variance(g.Rewards()) == 0 {
 			l.st.ZeroSignalGroups++
 		}
 		out = append(out, g)
@@ -183,12 +183,4 @@ func (l *learner) update(ctx actor.Context) {
 	if l.onUpdate != nil {
 		l.onUpdate(UpdateRecord{Update: l.st.Updates, Version: l.version, Episodes: l.st.Results, UpdateStats: st})
 	}
-}
-
-func rewardsOf(ts []*env.Trajectory) []float64 {
-	r := make([]float64, len(ts))
-	for i, t := range ts {
-		r[i] = t.Reward
-	}
-	return r
 }

@@ -148,10 +148,10 @@ func (s *scheduler) plan(tasks []*env.Task) {
 	}
 }
 
-// gateOpen says whether planning another group keeps the learner within the
-// staleness bound: groups planned < (version + maxStaleness + 1) × batch.
-func (s *scheduler) gateOpen() bool {
-	return s.groupsPlanned < (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate)
+// gateHeadroom is how many more groups may be planned within the staleness
+// bound: groups planned < (version + maxStaleness + 1) × batch.
+func (s *scheduler) gateHeadroom() int64 {
+	return (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - s.groupsPlanned
 }
 
 func (s *scheduler) budgetLeft() bool {
@@ -170,11 +170,10 @@ func (s *scheduler) pump(ctx actor.Context) {
 		s.queue, s.qhead = s.queue[:0], 0
 	}
 	if free := s.cfg.concurrency - len(s.byID) - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding {
-		if !s.gateOpen() {
+		if head := s.gateHeadroom(); head <= 0 {
 			s.gateWaits++
 		} else {
 			n := (free + s.cfg.groupSize - 1) / s.cfg.groupSize
-			head := (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - s.groupsPlanned
 			n = int(min(int64(n), head))
 			if s.cfg.episodes > 0 {
 				left := (s.cfg.episodes - s.planned + int64(s.cfg.groupSize) - 1) / int64(s.cfg.groupSize)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+
+	"github.com/frognano/frog/env/envtest"
 )
 
 var (
@@ -37,10 +39,7 @@ func daemon(t testing.TB) (*client.Client, string) {
 		sharedImg, sharedErr = EnsureImage(ctx, cli, BuildOptions{})
 	})
 	if skipErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no Docker daemon answers: %v", skipErr)
-		}
-		t.Skipf("skipping: no Docker daemon answers (%v)", skipErr)
+		envtest.Unavailable(t, "no Docker daemon answers", skipErr)
 	}
 	if sharedErr != nil {
 		t.Fatalf("sandbox image: %v", sharedErr)

@@ -4,7 +4,10 @@ BIN     := bin/frog
 GOFLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build test bench run check image gpu-check gpu-check-build clean
+.PHONY: help build test bench bench-synth gremlins run synth check image gpu-check gpu-check-build clean
+
+GREMLINS_VERSION := v0.6.0
+TASKS            ?= runs/tasks.jsonl
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,12 +28,25 @@ check: ## gofmt, go vet, and builds with cgo on and off
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=1 $(GO) build ./...
 
-run: build ## the main job on the built-in defaults (for now: a rollout simulation)
-	./$(BIN) sim
+run: build ## the main job on the built-in defaults: synthesize tasks (once) from the pinned modules, then a rollout simulation on them
+	@mkdir -p $(dir $(TASKS))
+	@if [ -s $(TASKS) ]; then echo "make run: reusing $(TASKS) (delete it to synthesize again)"; \
+	else ./$(BIN) synth --n 200 --out $(TASKS); fi
+	./$(BIN) sim --tasks $(TASKS)
+
+synth: build ## synthesize 1,500 validated tasks from the pinned modules into $(TASKS)
+	@mkdir -p $(dir $(TASKS))
+	./$(BIN) synth --n 1500 --out $(TASKS)
 
 bench: build ## the scheduler benchmark (actors against plain goroutines) and Go benchmarks
 	./$(BIN) bench
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./actors/
+
+gremlins: ## install the pinned gremlins (mutation tester, for bench-synth) into bin/
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
+
+bench-synth: build gremlins ## mutants validated per second: frog against gremlins on one package
+	./$(BIN) bench synth --gremlins bin/gremlins
 
 gpu-check: ## build bin/cuda.test; run conformance and benchmarks if a GPU is here
 	bash cuda/gpucheck.sh

@@ -19,9 +19,13 @@ type TaskRecord struct {
 	Features Features `json:"features"`
 	// Validation records how the task was validated.
 	Validation Validation `json:"validation"`
-	// Coverage maps each test to the blocks ("file:line.col,line.col") it
-	// covers in the original package, for fault localisation.
-	Coverage map[string][]string `json:"coverage,omitempty"`
+	// CoverageBlocks are the blocks ("file:line.col,line.col", file a base
+	// name in the package's directory) of the original package that the
+	// FAIL_TO_PASS and PASS_TO_PASS tests execute, and Coverage maps each of
+	// those tests to the indexes of the blocks it executes: the spectrum
+	// fault localisation (Ochiai, Tarantula) works from.
+	CoverageBlocks []string         `json:"coverage_blocks,omitempty"`
+	Coverage       map[string][]int `json:"coverage,omitempty"`
 }
 
 // Mutation is one injected change: Edits applied to the original file make

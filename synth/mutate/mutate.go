@@ -107,14 +107,26 @@ func (f *Family) UnmarshalText(b []byte) error {
 // turns the mutant back into the original. It fails if the edits do not
 // match the source or if the mutant does not parse.
 func (s Site) Apply() (mutated []byte, patch string, err error) {
-	mutated, err = applyEdits(s.src, s.Edits)
+	mutated, patch, err = Patch(s.Filename, s.src, s.Edits)
 	if err != nil {
-		return nil, "", fmt.Errorf("apply %s at %s:%d: %w", s.Op, s.Filename, s.Line, err)
+		return nil, "", fmt.Errorf("%s at %s:%d: %w", s.Op, s.Filename, s.Line, err)
 	}
-	if _, err := parser.ParseFile(token.NewFileSet(), s.Filename, mutated, parser.SkipObjectResolution); err != nil {
-		return nil, "", fmt.Errorf("mutant %s at %s:%d does not parse: %w", s.Op, s.Filename, s.Line, err)
+	return mutated, patch, nil
+}
+
+// Patch applies edits (of one or more sites, none overlapping) to src, the
+// original content of the file filename, and returns the mutant and the
+// gold patch that turns it back into src. It fails if the edits do not
+// match src or overlap, or if the mutant does not parse.
+func Patch(filename string, src []byte, edits []Edit) (mutated []byte, patch string, err error) {
+	mutated, err = applyEdits(src, edits)
+	if err != nil {
+		return nil, "", fmt.Errorf("apply: %w", err)
 	}
-	return mutated, Unified(s.Filename, mutated, s.src, inverseRegions(s.Edits)), nil
+	if _, err := parser.ParseFile(token.NewFileSet(), filename, mutated, parser.SkipObjectResolution); err != nil {
+		return nil, "", fmt.Errorf("mutant does not parse: %w", err)
+	}
+	return mutated, Unified(filename, mutated, src, inverseRegions(edits)), nil
 }
 
 // Undo reverses edits on mutated, returning the original source. It is the

@@ -63,13 +63,67 @@ func IsRemote(spec string) bool {
 	return strings.Contains(spec, "@")
 }
 
-// Open returns the module spec names: a local directory holding a go.mod,
-// or path@version, fetched into the module cache and copied under work.
+// GitPrefix marks a source that is a git repository: git+URL[@ref].
+const GitPrefix = "git+"
+
+// Open returns the module spec names: a local directory holding a go.mod;
+// git+URL[@ref], a git repository cloned at ref under work; or
+// path@version, fetched into the module cache and copied under work.
 func Open(ctx context.Context, spec, work string) (Module, error) {
-	if IsRemote(spec) {
+	switch {
+	case strings.HasPrefix(spec, GitPrefix):
+		return Git(ctx, strings.TrimPrefix(spec, GitPrefix), work)
+	case IsRemote(spec):
 		return Fetch(ctx, spec, work)
 	}
 	return Local(spec)
+}
+
+// Git clones the repository at url (optionally url@ref, ref a branch, tag
+// or commit) under work, checks out ref, and makes its module ready to
+// build offline as Fetch does. The module's version is the commit.
+func Git(ctx context.Context, spec, work string) (Module, error) {
+	url, ref := spec, ""
+	if i := strings.LastIndexByte(spec, '@'); i > 0 && !strings.ContainsAny(spec[i+1:], "/:") {
+		url, ref = spec[:i], spec[i+1:]
+	}
+	if url == "" {
+		return Module{}, fmt.Errorf("git source %q: want git+URL[@ref]", spec)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return Module{}, err
+	}
+	dst := filepath.Join(work, "git_"+strings.NewReplacer("/", "_", ":", "_", "@", "_").Replace(strings.TrimPrefix(strings.TrimPrefix(spec, "https://"), "file://")))
+	if err := os.RemoveAll(dst); err != nil {
+		return Module{}, err
+	}
+	git := func(dir string, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		return cmd.CombinedOutput()
+	}
+	if out, err := git(work, "clone", "--quiet", url, dst); err != nil {
+		return Module{}, fmt.Errorf("git clone %s: %s: %w", url, firstLine(out), err)
+	}
+	if ref != "" {
+		if out, err := git(dst, "checkout", "--quiet", "--detach", ref); err != nil {
+			return Module{}, fmt.Errorf("git checkout %s in %s: %s: %w", ref, url, firstLine(out), err)
+		}
+	}
+	out, err := git(dst, "rev-parse", "HEAD")
+	if err != nil {
+		return Module{}, fmt.Errorf("git rev-parse in %s: %s: %w", url, firstLine(out), err)
+	}
+	m, err := Local(dst)
+	if err != nil {
+		return Module{}, fmt.Errorf("git source %s: %w", url, err)
+	}
+	if out, err := goTool(ctx, dst, "mod", "tidy", "-e"); err != nil {
+		return Module{}, fmt.Errorf("tidy %s: %s: %w", url, firstLine(out), err)
+	}
+	m.Version = strings.TrimSpace(string(out))
+	return m, nil
 }
 
 // Local returns the module rooted at dir.

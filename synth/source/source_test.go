@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/validate"
 )
@@ -58,10 +61,17 @@ func newTiny(t *testing.T) *Synthesizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New([]Module{m}, Config{Validate: validate.Config{MinTimeout: 5 * time.Second}, Seed: 1}, zerolog.Nop())
+	cfg := process.DefaultConfig()
+	cfg.Dir = t.TempDir()
+	prov, err := process.New(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := New([]Module{m}, Config{Validate: validate.Config{MinTimeout: 5 * time.Second}, Seed: 1, Provider: prov}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
@@ -88,7 +98,7 @@ func TestSynthesizerTasks(t *testing.T) {
 	}
 	var fam validate.Counters
 	for _, c := range st.Families {
-		addCounters(&fam, c)
+		fam.Merge(c)
 	}
 	if diff := cmp.Diff(fam, st.Total); diff != "" {
 		t.Errorf("family counters do not add up to the total (-families +total):\n%s", diff)
@@ -102,5 +112,39 @@ func TestSynthesizerGenerateCancelled(t *testing.T) {
 	err := s.Generate(ctx, 1, func(synth.TaskRecord) error { return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Generate on a cancelled ctx = %v, want context.Canceled", err)
+	}
+}
+
+func TestGitSource(t *testing.T) {
+	repo := t.TempDir()
+	if err := copyTree(tiny, repo); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=frog", "-c", "user.email=frog@localhost"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "--quiet")
+	git("add", ".")
+	git("commit", "--quiet", "-m", "tiny")
+	git("tag", "v1.0.0")
+	git("commit", "--quiet", "--allow-empty", "-m", "later")
+
+	m, err := Open(context.Background(), "git+file://"+repo+"@v1.0.0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Path != "example.com/tiny" || len(m.Version) != 41 && len(m.Version) != 40 {
+		t.Errorf("git module = %+v, want example.com/tiny at a commit hash", m)
+	}
+	if pkgs, err := Packages(m); err != nil || !cmp.Equal(pkgs, []string{"./calc"}) {
+		t.Errorf("Packages = %v, %v", pkgs, err)
+	}
+	if _, err := Open(context.Background(), "git+file://"+repo+"@nosuchref", t.TempDir()); err == nil || !strings.Contains(err.Error(), "nosuchref") {
+		t.Errorf("a missing ref: err = %v, want one naming it", err)
 	}
 }

@@ -2,7 +2,10 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,9 +26,10 @@ func sample(id string) synth.TaskRecord {
 		Package: "example.com/tiny/calc", Family: "idiom",
 		Mutations: []synth.Mutation{{Op: "nil-error", Family: "idiom", File: "calc/calc.go", Line: 3, EndLine: 3,
 			Edits: []synth.Edit{{Offset: 10, Old: "err", New: "nil"}}}},
-		Features:   synth.Features{K: 1, Complexity: 2, FailToPass: 1},
-		Validation: synth.Validation{Outcome: "valid", Runs: 2, DiffHash: "abc"},
-		Coverage:   map[string][]string{"TestSqrt": {"calc.go:1.1,2.2"}},
+		Features:       synth.Features{K: 1, Complexity: 2, FailToPass: 1},
+		Validation:     synth.Validation{Outcome: "valid", Runs: 2, DiffHash: "abc"},
+		CoverageBlocks: []string{"calc.go:1.1,2.2"},
+		Coverage:       map[string][]int{"TestSqrt": {0}},
 	}
 }
 
@@ -84,5 +88,32 @@ func TestReadMalformed(t *testing.T) {
 				t.Errorf("Read error = %v, want %q prefix wrapping ErrMalformed", err, tt.line)
 			}
 		})
+	}
+}
+
+func TestSourceDrawsNearTheDifficulty(t *testing.T) {
+	var recs []synth.TaskRecord
+	for i := range 100 {
+		r := sample(fmt.Sprint(i))
+		r.Difficulty = float64(i) / 10 // 0 .. 9.9
+		recs = append(recs, r)
+	}
+	src, err := NewSource(recs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []float64{-5, 0, 4.2, 9.9, 20} {
+		got, err := src.Tasks(context.Background(), 8, d)
+		if err != nil || len(got) != 8 {
+			t.Fatalf("Tasks(8, %v) = %d tasks, %v", d, len(got), err)
+		}
+		for _, tk := range got {
+			if math.Abs(tk.Difficulty-min(max(d, 0), 9.9)) > 1.0 {
+				t.Errorf("Tasks(8, %v) drew a task of difficulty %v", d, tk.Difficulty)
+			}
+		}
+	}
+	if _, err := NewSource(nil, 1); err == nil {
+		t.Error("NewSource of no tasks succeeded")
 	}
 }

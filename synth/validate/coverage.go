@@ -51,17 +51,38 @@ func (c *CoverageMap) Covering(file string, lo, hi int) []string {
 	return out
 }
 
-// Strings returns the map in the task store's form.
-func (c *CoverageMap) Strings() map[string][]string {
-	m := make(map[string][]string, len(c.Tests))
-	for t, blocks := range c.Tests {
-		s := make([]string, len(blocks))
-		for i, b := range blocks {
-			s[i] = b.String()
+// Compact returns the map in the task store's form, restricted to tests:
+// the blocks any of them covers ("file:line.col,line.col", sorted) and, per
+// test, the indexes of its blocks in that list.
+func (c *CoverageMap) Compact(tests []string) (blocks []string, byTest map[string][]int) {
+	index := map[Block]int{}
+	var all []Block
+	for _, t := range tests {
+		for _, b := range c.Tests[t] {
+			if _, ok := index[b]; !ok {
+				index[b] = 0
+				all = append(all, b)
+			}
 		}
-		m[t] = s
 	}
-	return m
+	sort.Slice(all, func(i, j int) bool { return all[i].String() < all[j].String() })
+	blocks = make([]string, len(all))
+	for i, b := range all {
+		index[b] = i
+		blocks[i] = b.String()
+	}
+	byTest = map[string][]int{}
+	for _, t := range tests {
+		if bs, ok := c.Tests[t]; ok {
+			ix := make([]int, len(bs))
+			for i, b := range bs {
+				ix[i] = index[b]
+			}
+			sort.Ints(ix)
+			byTest[t] = ix
+		}
+	}
+	return blocks, byTest
 }
 
 // OchiaiRank ranks the block holding lines [lo, hi] of file among all

@@ -3,14 +3,9 @@ package validate
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -20,48 +15,6 @@ type runResult struct {
 	out      []byte
 	timedOut bool
 	wall     time.Duration
-}
-
-// goCmd runs the go tool (or another binary) in dir with a clean environment
-// for building a foreign module, killing its process group when ctx ends.
-func (v *Validator) goCmd(ctx context.Context, dir string, timeout time.Duration, name string, args ...string) (runResult, error) {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off", "CGO_ENABLED=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	start := v.now()
-	err := cmd.Run()
-	res := runResult{out: buf.Bytes(), wall: v.now().Sub(start)}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		if parentDone(ctx) {
-			return res, ctx.Err()
-		}
-		res.timedOut = true
-		res.exit = -1
-	case errors.As(err, &exitErr):
-		res.exit = exitErr.ExitCode()
-	default:
-		return res, err
-	}
-	return res, nil
-}
-
-// parentDone reports whether ctx ended for a reason other than its own
-// deadline.
-func parentDone(ctx context.Context) bool {
-	return !errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
 // testEvent is one line of `go test -json`.
@@ -155,4 +108,80 @@ func regexpQuote(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// parseChatty reads the output of a test binary run with
+// -test.v=test2json: framing lines start with ^V ("=== RUN   TestX",
+// "--- FAIL: TestX (0.00s)"), everything else is output of the test named
+// last. A top-level test that started and has no verdict when the binary
+// exited non-zero (a panic, os.Exit) failed.
+func parseChatty(r runResult) testRun {
+	tr := testRun{output: map[string]string{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true}
+	outs := map[string]*strings.Builder{}
+	started := map[string]bool{}
+	var order []string
+	verdict := map[string]bool{}
+	cur := ""
+	sc := bufio.NewScanner(bytes.NewReader(r.out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "\x16"); ok {
+			switch {
+			case strings.HasPrefix(rest, "=== "):
+				// "=== RUN   Name", "=== NAME  Name", "=== CONT  Name", "=== PAUSE Name"
+				f := strings.Fields(rest)
+				cur = ""
+				if len(f) >= 3 {
+					cur = f[2]
+				}
+				if len(f) >= 3 && f[1] == "RUN" && !strings.Contains(cur, "/") && !started[cur] {
+					started[cur] = true
+					order = append(order, cur)
+				}
+			case strings.HasPrefix(rest, "--- "):
+				// "--- PASS: Name (0.00s)"
+				f := strings.Fields(rest)
+				if len(f) < 3 {
+					continue
+				}
+				name := f[2]
+				top, _, _ := strings.Cut(name, "/")
+				if name == top {
+					switch f[1] {
+					case "PASS:":
+						verdict[name] = true
+					case "FAIL:":
+						verdict[name] = false
+					}
+				}
+				cur = name
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "panic: test timed out") {
+			tr.timedOut = true
+		}
+		if cur != "" {
+			top, _, _ := strings.Cut(cur, "/")
+			appendOut(outs, top, line+"\n")
+		}
+	}
+	for _, t := range order {
+		pass, ok := verdict[t]
+		switch {
+		case ok && pass:
+			tr.passed = append(tr.passed, t)
+		case ok, r.exit != 0:
+			tr.failed = append(tr.failed, t)
+		}
+	}
+	for _, t := range tr.failed {
+		if b := outs[t]; b != nil {
+			tr.output[t] = b.String()
+		}
+	}
+	sort.Strings(tr.passed)
+	sort.Strings(tr.failed)
+	return tr
 }

@@ -1,15 +1,11 @@
 package validate
 
 import (
-	"bytes"
 	"fmt"
 	"go/ast"
 	"go/importer"
-	"go/parser"
-	"go/token"
-	"os"
 	"path"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/frognano/frog/env"
@@ -17,52 +13,36 @@ import (
 	"github.com/frognano/frog/synth/mutate"
 )
 
-// Mutants enumerates the single-mutation mutants of the package in directory
-// rel of the module (non-test files only), in source order. Type information
-// is best effort: imports resolve from the go command's export data.
-func (v *Validator) Mutants(rel string) ([]Mutant, error) {
-	dir := filepath.Join(v.dir, filepath.FromSlash(rel))
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("mutants of %s: %w", rel, err)
-	}
-	fset := token.NewFileSet()
+// Mutants enumerates the single-mutation mutants of a prepared package
+// (non-test files only), in source order. Type information is best effort:
+// imports resolve from the go command's export data.
+func (v *Validator) Mutants(p *Package) []Mutant {
+	ps := p.src
+	rels := make([]string, 0, len(ps.files))
 	var files []*ast.File
-	srcs := map[*ast.File][]byte{}
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			return nil, fmt.Errorf("mutants of %s: %w", rel, err)
-		}
-		name := path.Join(strings.TrimPrefix(path.Clean(filepath.ToSlash(rel)), "./"), n)
-		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
-		if err != nil {
-			return nil, fmt.Errorf("mutants of %s: %w", rel, err)
-		}
-		files = append(files, f)
-		srcs[f] = src
+	for rel, sf := range ps.files {
+		rels = append(rels, rel)
+		files = append(files, sf.file)
 	}
-	info, _ := mutate.Check(fset, rel, files, importer.Default())
+	info, _ := mutate.Check(ps.fset, p.Rel, files, importer.Default())
+	slices.Sort(rels)
 	var out []Mutant
-	for _, f := range files {
-		for _, s := range mutate.Sites(fset, f, srcs[f], info) {
-			mutated, patch, err := s.Apply()
+	for _, rel := range rels {
+		sf := ps.files[rel]
+		for _, s := range mutate.Sites(ps.fset, sf.file, sf.src, info) {
+			_, patch, err := s.Apply()
 			if err != nil {
 				continue // a mutant that does not parse is never tried
 			}
 			out = append(out, Mutant{
-				File: s.Filename, Src: mutated, Patch: patch,
+				File: s.Filename, Patch: patch,
 				Func: s.Func, Line: s.Line, EndLine: s.EndLine,
-				Complexity: s.Complexity, PackageLines: bytes.Count(srcs[f], []byte("\n")),
-				Mutations: []synth.Mutation{fromSite(s)},
+				Complexity: s.Complexity, PackageLines: ps.lines,
+				Mutations: []synth.Mutation{fromSite(s)}, orig: sf.src,
 			})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func fromSite(s mutate.Site) synth.Mutation {
@@ -113,7 +93,7 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 	}
 	if p.Coverage != nil {
 		rec.Features.OchiaiRank = p.Coverage.OchiaiRank(path.Base(m.File), m.Line, m.EndLine, res.FailToPass, res.PassToPass)
-		rec.Coverage = p.Coverage.Strings()
+		rec.CoverageBlocks, rec.Coverage = p.Coverage.Compact(slices.Concat(res.FailToPass, res.PassToPass))
 	}
 	return rec
 }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/frognano/frog/synth"
 	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/mutate"
 )
 
 // Outcome is the verdict on one mutant.
@@ -35,19 +36,50 @@ var ErrNoTests = errors.New("no stable passing tests")
 
 // Config tunes validation.
 type Config struct {
-	// GoBin is the go command; "go" when empty.
-	GoBin string
-	// TimeoutFactor times the slowest baseline run bounds a mutant's run;
-	// 3 when zero.
+	// TimeoutFactor times the baseline run of the tests bounds a mutant's
+	// run; 3 when zero.
 	TimeoutFactor float64
-	// MinTimeout is a floor under that bound, since builds on a loaded
-	// machine vary; 10s when zero.
+	// MinTimeout is a floor under that bound, since runs on a loaded
+	// machine vary; 500ms when zero.
 	MinTimeout time.Duration
+	// BuildTimeout bounds each go command (baseline runs, builds, vet);
+	// 10 minutes when zero.
+	BuildTimeout time.Duration
 	// NoCoverage skips the per-test coverage map: every stable test runs
 	// on every mutant.
 	NoCoverage bool
+	// BatchSize is the most mutants compiled into one test binary; 300
+	// when zero.
+	BatchSize int
+	// Dedup is shared by the validators of one module so that a mutant
+	// found by two of them counts once; nil gives the validator its own.
+	Dedup *Dedup
+	// Workdir is the module's directory in the sandbox's workspace, so
+	// that one sandbox can hold several modules; "" is the workspace root.
+	Workdir string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+}
+
+// Dedup remembers the normalized-diff hashes and the (function,
+// FAIL_TO_PASS) pairs seen. It is safe for concurrent use.
+type Dedup struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// NewDedup returns an empty Dedup.
+func NewDedup() *Dedup { return &Dedup{seen: map[string]bool{}} }
+
+// first reports whether key is new, and remembers it.
+func (d *Dedup) first(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen[key] {
+		return false
+	}
+	d.seen[key] = true
+	return true
 }
 
 // Counters tally verdicts.
@@ -77,40 +109,63 @@ func (c *Counters) Add(o Outcome) {
 	}
 }
 
-// Validator validates mutants of the packages of one module.
+// Merge adds b's counts to c.
+func (c *Counters) Merge(b Counters) {
+	c.Tried += b.Tried
+	c.NonViable += b.NonViable
+	c.Equivalent += b.Equivalent
+	c.TimedOut += b.TimedOut
+	c.Duplicate += b.Duplicate
+	c.Valid += b.Valid
+}
+
+// Validator validates mutants of the packages of one module inside one
+// sandbox, which holds a copy of the module. Every go command and every test
+// runs in the sandbox; the module's directory on this machine is only read.
+// A Validator is used by one goroutine at a time (its sandbox's rule); run
+// several, each with its own sandbox, to validate concurrently.
 type Validator struct {
 	dir string
+	sb  env.Sandbox
 	cfg Config
 	log zerolog.Logger
 
+	copied bool
+	batch  int // batches built, for file names
+
 	mu       sync.Mutex
-	seen     map[string]bool // normalized-diff hashes
-	seenF2P  map[string]bool // function + FAIL_TO_PASS set
 	counters Counters
 }
 
-// New returns a Validator for the module rooted at dir.
-func New(dir string, cfg Config, log zerolog.Logger) (*Validator, error) {
-	abs, err := filepath.Abs(dir)
+// New returns a Validator for the module rooted at dir that runs in sb.
+// The module is copied into sb's workspace when first needed.
+func New(dir string, sb env.Sandbox, cfg Config, log zerolog.Logger) (*Validator, error) {
+	abs, err := absDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("module dir %s: %w", dir, err)
+		return nil, err
 	}
-	if cfg.GoBin == "" {
-		cfg.GoBin = "go"
+	if sb == nil {
+		return nil, errors.New("validate: no sandbox")
 	}
 	if cfg.TimeoutFactor == 0 {
 		cfg.TimeoutFactor = 3
 	}
 	if cfg.MinTimeout == 0 {
-		cfg.MinTimeout = 10 * time.Second
+		cfg.MinTimeout = 500 * time.Millisecond
+	}
+	if cfg.BuildTimeout == 0 {
+		cfg.BuildTimeout = 10 * time.Minute
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 300
+	}
+	if cfg.Dedup == nil {
+		cfg.Dedup = NewDedup()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Validator{
-		dir: abs, cfg: cfg, log: log.With().Str("component", "validate").Logger(),
-		seen: map[string]bool{}, seenF2P: map[string]bool{},
-	}, nil
+	return &Validator{dir: abs, sb: sb, cfg: cfg, log: log.With().Str("component", "validate").Logger()}, nil
 }
 
 func (v *Validator) now() time.Time { return v.cfg.Now() }
@@ -130,26 +185,40 @@ type Package struct {
 	// Stable lists, sorted, the top-level tests that passed in both
 	// baseline runs; Flaky those that passed in only one.
 	Stable, Flaky []string
-	// Baseline is the slowest baseline run, build included.
+	// Baseline is the slowest baseline `go test` run, build included.
 	Baseline time.Duration
-	// Timeout bounds each run of a mutant.
-	Timeout time.Duration
 	// VetClean says whether go vet passed on the original; if not, mutants
 	// are not vetted.
 	VetClean bool
 	// Coverage is the per-test coverage map; nil when not computed.
 	Coverage *CoverageMap
+
+	src *pkgSource
 }
 
-// Prepare runs a package's tests twice, excludes flaky ones, sets the
-// timeout and computes the coverage map. rel is the package directory
-// relative to the module root.
+// Lines is the number of lines of non-test Go in the package.
+func (p *Package) Lines() int { return p.src.lines }
+
+// Prepare runs a package's tests twice, excludes flaky ones and computes
+// the coverage map. rel is the package directory relative to the module
+// root.
 func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
-	rel = "./" + strings.TrimPrefix(filepath.ToSlash(filepath.Clean(rel)), "./")
-	p := &Package{Rel: rel}
+	rel = "./" + strings.TrimPrefix(path.Clean(strings.ReplaceAll(rel, "\\", "/")), "./")
+	if rel == "./." {
+		rel = "."
+	}
+	if err := v.copyModule(ctx); err != nil {
+		return nil, err
+	}
+	src, err := parsePackage(v.dir, rel)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", rel, err)
+	}
+	p := &Package{Rel: rel, src: src}
+	t0 := v.now()
 	var runs [2]testRun
 	for i := range runs {
-		r, err := v.goCmd(ctx, v.dir, 0, v.cfg.GoBin, "test", "-json", "-count=1", rel)
+		r, err := v.goCmd(ctx, "test", "-json", "-count=1", rel)
 		if err != nil {
 			return nil, fmt.Errorf("baseline %s: %w", rel, err)
 		}
@@ -174,32 +243,27 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 	if len(p.Stable) == 0 {
 		return nil, fmt.Errorf("package %s: %w", rel, ErrNoTests)
 	}
-	p.Timeout = max(time.Duration(v.cfg.TimeoutFactor*float64(p.Baseline)), v.cfg.MinTimeout)
-	vet, err := v.goCmd(ctx, v.dir, 0, v.cfg.GoBin, "vet", rel)
+	t1 := v.now()
+	vet, err := v.goCmd(ctx, "vet", rel)
 	if err != nil {
 		return nil, fmt.Errorf("vet %s: %w", rel, err)
 	}
 	p.VetClean = vet.exit == 0
+	t2 := v.now()
 	if !v.cfg.NoCoverage {
-		cov, err := v.coverage(ctx, p)
-		if err != nil {
+		if p.Coverage, err = v.coverage(ctx, p); err != nil {
 			return nil, err
 		}
-		p.Coverage = cov
 	}
 	v.log.Debug().Str("pkg", rel).Int("stable", len(p.Stable)).Int("flaky", len(p.Flaky)).
-		Dur("baseline", p.Baseline).Msg("package prepared")
+		Dur("baseline", p.Baseline).Dur("baselines_took", t1.Sub(t0)).Dur("vet_took", t2.Sub(t1)).
+		Dur("coverage_took", v.now().Sub(t2)).Msg("package prepared")
 	return p, nil
 }
 
 func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, error) {
-	tmp, err := os.MkdirTemp("", "frog-cover-")
-	if err != nil {
-		return nil, fmt.Errorf("coverage of %s: %w", p.Rel, err)
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "pkg.test")
-	r, err := v.goCmd(ctx, v.dir, 0, v.cfg.GoBin, "test", "-c", "-cover", "-o", bin, p.Rel)
+	bin := ".frog/cover.test"
+	r, err := v.goCmd(ctx, "test", "-c", "-cover", "-o", bin, p.Rel)
 	if err != nil {
 		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
 	}
@@ -207,17 +271,17 @@ func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, err
 		return nil, fmt.Errorf("coverage build of %s: %s", p.Rel, truncate(string(r.out), 2000))
 	}
 	cov := &CoverageMap{Tests: map[string][]Block{}}
-	pkgDir := filepath.Join(v.dir, filepath.FromSlash(p.Rel))
-	for i, t := range p.Stable {
-		prof := filepath.Join(tmp, fmt.Sprintf("%d.out", i))
-		r, err := v.goCmd(ctx, pkgDir, p.Timeout, bin, "-test.run", runRegexp([]string{t}), "-test.count=1", "-test.coverprofile", prof)
+	prof := ".frog/cover.out"
+	for _, t := range p.Stable {
+		r, err := v.runBinary(ctx, p.Rel, bin, 0, v.cfg.BuildTimeout,
+			"-test.run", runRegexp([]string{t}), "-test.count=1", "-test.coverprofile", upTo(p.Rel)+prof)
 		if err != nil {
 			return nil, fmt.Errorf("coverage of %s %s: %w", p.Rel, t, err)
 		}
 		if r.exit != 0 || r.timedOut {
 			continue // flaky after all; it covers nothing we trust
 		}
-		data, err := os.ReadFile(prof)
+		data, err := v.sb.ReadFile(ctx, v.path(prof))
 		if err != nil {
 			return nil, fmt.Errorf("coverage of %s %s: %w", p.Rel, t, err)
 		}
@@ -230,23 +294,63 @@ func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, err
 	return cov, nil
 }
 
-// Mutant is one candidate bug.
+// Mutant is one candidate bug: one or more mutations of one file.
 type Mutant struct {
 	// File is the mutated file's path relative to the module root.
 	File string
-	// Src is the mutated content of File.
-	Src []byte
 	// Patch is the gold fix (a unified diff), hashed for deduplication.
 	Patch string
-	// Func is the mutated function; Line and EndLine bound the mutated
-	// lines in the original file.
+	// Func is the mutated function (the first mutation's); Line and EndLine
+	// bound the mutated lines in the original file (all mutations').
 	Func          string
 	Line, EndLine int
 	// Complexity is the mutated function's cyclomatic complexity and
-	// PackageLines the size of the mutated file, for difficulty features.
+	// PackageLines the size of the package, for difficulty features.
 	Complexity, PackageLines int
-	// Mutations are the injected changes.
+	// Mutations are the injected changes, in original-file offsets.
 	Mutations []synth.Mutation
+
+	orig []byte // the original file
+}
+
+// Edits returns the edits of every mutation.
+func (m Mutant) Edits() []synth.Edit {
+	var es []synth.Edit
+	for _, mu := range m.Mutations {
+		es = append(es, mu.Edits...)
+	}
+	return es
+}
+
+// Src returns the mutated file.
+func (m Mutant) Src() ([]byte, error) { return splice(m.orig, m.Edits()) }
+
+// Combine makes one mutant of several mutants of the same file whose edits
+// do not overlap, with a patch that undoes them all.
+func Combine(ms ...Mutant) (Mutant, error) {
+	if len(ms) == 0 {
+		return Mutant{}, errors.New("combine: no mutant")
+	}
+	c := ms[0]
+	c.Mutations = slices.Clone(c.Mutations)
+	for _, m := range ms[1:] {
+		if m.File != c.File {
+			return Mutant{}, fmt.Errorf("combine: %s and %s are different files", c.File, m.File)
+		}
+		c.Mutations = append(c.Mutations, m.Mutations...)
+		c.Line, c.EndLine = min(c.Line, m.Line), max(c.EndLine, m.EndLine)
+		c.Complexity = max(c.Complexity, m.Complexity)
+	}
+	var edits []mutate.Edit
+	for _, e := range c.Edits() {
+		edits = append(edits, mutate.Edit{Offset: e.Offset, Old: e.Old, New: e.New})
+	}
+	_, patch, err := mutate.Patch(c.File, c.orig, edits)
+	if err != nil {
+		return Mutant{}, fmt.Errorf("combine: %w", err)
+	}
+	c.Patch = patch
+	return c, nil
 }
 
 // Result is the verdict on one mutant.
@@ -260,149 +364,275 @@ type Result struct {
 	// a coverage map).
 	Covering []string
 	// FailureOutput is the failing tests' output, for the problem
-	// statement.
+	// statement, as the mutant file compiled alone would print it.
 	FailureOutput map[string]string
-	// Runs counts the go test runs of the mutant.
+	// Runs counts the test runs of the mutant.
 	Runs int
 	// DiffHash is the normalized-diff hash.
 	DiffHash string
-	// Timeout is the limit each run had.
-	Timeout time.Duration
+	// Timeout is the limit each run had; Baseline the run of the same
+	// tests on the original it is a multiple of.
+	Timeout, Baseline time.Duration
 }
 
-// Validate judges one mutant of a prepared package. The error is reserved for
-// faults of the validator itself (a go command that cannot start, a full
-// disk, a cancelled ctx); the mutant's own failures are verdicts.
+// Validate judges one mutant of a prepared package: Batch of one.
 func (v *Validator) Validate(ctx context.Context, p *Package, m Mutant) (Result, error) {
-	res, err := v.validate(ctx, p, m)
-	if err != nil {
-		return res, err
-	}
-	v.mu.Lock()
-	v.counters.Add(res.Outcome)
-	v.mu.Unlock()
-	v.log.Debug().Str("file", m.File).Int("line", m.Line).Str("outcome", string(res.Outcome)).
-		Str("reason", res.Reason).Msg("mutant validated")
-	return res, nil
+	var res Result
+	err := v.Batch(ctx, p, []Mutant{m}, func(_ int, r Result) { res = r })
+	return res, err
 }
 
-func (v *Validator) validate(ctx context.Context, p *Package, m Mutant) (Result, error) {
-	res := Result{DiffHash: DiffHash(m.Patch), Timeout: p.Timeout}
-	v.mu.Lock()
-	dup := v.seen[res.DiffHash]
-	v.seen[res.DiffHash] = true
-	v.mu.Unlock()
-	if dup {
-		return verdict(res, Duplicate, "same normalized diff"), nil
+// Batch judges mutants of a prepared package, calling emit with each
+// verdict (by index into ms) as it is reached. The error is reserved for
+// faults of the validator or its sandbox (a go command that cannot start, a
+// cancelled ctx); the mutants' own failures are verdicts. Mutants are
+// checked for duplicates and coverage first, then compiled in batches of
+// Config.BatchSize into one test binary (see schema.go), vetted, and run.
+func (v *Validator) Batch(ctx context.Context, p *Package, ms []Mutant, emit func(int, Result)) error {
+	if err := v.copyModule(ctx); err != nil {
+		return err
 	}
-	tests := p.Stable
-	if p.Coverage != nil {
-		res.Covering = intersect(p.Coverage.Covering(filepath.Base(m.File), m.Line, m.EndLine), p.Stable)
-		if len(res.Covering) == 0 {
-			return verdict(res, Equivalent, "no test covers the mutated lines"), nil
+	b := &batch{v: v, p: p, ms: ms, res: make([]Result, len(ms)), emit: emit}
+	var todo []int
+	for i, m := range ms {
+		r := &b.res[i]
+		r.DiffHash = DiffHash(m.Patch)
+		if !v.cfg.Dedup.first("diff\x00" + r.DiffHash) {
+			b.finish(i, Duplicate, "same normalized diff")
+			continue
 		}
-		tests = res.Covering
+		if sf := p.src.files[m.File]; sf == nil {
+			b.finish(i, NonViable, "file not in the package")
+			continue
+		} else if name := sf.unusedImport(m.Edits()); name != "" {
+			b.finish(i, NonViable, "build: imported and not used: "+name)
+			continue
+		}
+		if p.Coverage != nil {
+			r.Covering = intersect(p.Coverage.Covering(path.Base(m.File), m.Line, m.EndLine), p.Stable)
+			if len(r.Covering) == 0 {
+				b.finish(i, Equivalent, "no test covers the mutated lines")
+				continue
+			}
+		}
+		todo = append(todo, i)
 	}
+	for len(todo) > 0 {
+		n := min(len(todo), v.cfg.BatchSize)
+		if err := b.run(ctx, todo[:n]); err != nil {
+			return err
+		}
+		todo = todo[n:]
+	}
+	return nil
+}
 
-	tmp, err := os.MkdirTemp("", "frog-mutant-")
-	if err != nil {
-		return res, fmt.Errorf("validate %s: %w", m.File, err)
-	}
-	defer os.RemoveAll(tmp)
-	overlay, err := writeOverlay(tmp, filepath.Join(v.dir, filepath.FromSlash(m.File)), m.Src)
-	if err != nil {
-		return res, fmt.Errorf("validate %s: %w", m.File, err)
-	}
+// batch is the state of one Batch call.
+type batch struct {
+	v    *Validator
+	p    *Package
+	ms   []Mutant
+	res  []Result
+	emit func(int, Result)
+}
 
-	if p.VetClean {
-		r, err := v.goCmd(ctx, v.dir, p.Timeout, v.cfg.GoBin, "vet", "-overlay", overlay, p.Rel)
+func (b *batch) finish(i int, o Outcome, why string) {
+	r := &b.res[i]
+	r.Outcome, r.Reason = o, why
+	b.v.mu.Lock()
+	b.v.counters.Add(o)
+	b.v.mu.Unlock()
+	m := b.ms[i]
+	b.v.log.Debug().Str("file", m.File).Int("line", m.Line).Str("outcome", string(o)).
+		Str("reason", why).Msg("mutant validated")
+	if b.emit != nil {
+		b.emit(i, *r)
+	}
+}
+
+// run validates the mutants idx (indexes into b.ms) in one schema. A
+// schema that fails in a way no single mutant explains is split in two.
+func (b *batch) run(ctx context.Context, idx []int) error {
+	v, p := b.v, b.p
+	live := slices.Clone(idx)
+	t0 := v.now()
+	var sc *schema
+	bin := ".frog/schema.test"
+	for attempt := 0; ; attempt++ {
+		muts := make([]schemaMutant, len(live))
+		for k, i := range live {
+			muts[k] = schemaMutant{id: i + 1, file: b.ms[i].File, edits: b.ms[i].Edits()}
+		}
+		var bad map[int]string
+		sc, bad = p.src.build(muts)
+		live = b.drop(live, bad, "")
+		if len(live) == 0 {
+			return nil
+		}
+		if len(bad) > 0 {
+			continue // rebuild without them
+		}
+		ov, err := v.writeOverlay(ctx, sc)
 		if err != nil {
-			return res, fmt.Errorf("vet mutant of %s: %w", m.File, err)
+			return err
 		}
-		if r.exit != 0 || r.timedOut {
-			return verdict(res, NonViable, "vet: "+firstLines(string(r.out), 5)), nil
+		r, err := v.goCmd(ctx, "test", "-c", "-gcflags=-e", "-o", bin, "-overlay", ov, p.Rel)
+		if err != nil {
+			return fmt.Errorf("build schema of %s: %w", p.Rel, err)
 		}
+		if r.exit == 0 && !r.timedOut {
+			break
+		}
+		blamed, unexplained := attribute(sc, string(r.out))
+		if unexplained || attempt >= 4 {
+			return b.split(ctx, live, "build: "+firstLines(string(r.out), 5))
+		}
+		live = b.drop(live, blamed, "build: ")
+		if len(live) == 0 {
+			return nil
+		}
+	}
+	t1 := v.now()
+	if p.VetClean {
+		ov, err := v.writeOverlay(ctx, sc)
+		if err != nil {
+			return err
+		}
+		r, err := v.goCmd(ctx, "vet", "-overlay", ov, p.Rel)
+		if err != nil {
+			return fmt.Errorf("vet schema of %s: %w", p.Rel, err)
+		}
+		if r.exit != 0 {
+			blamed, unexplained := attribute(sc, string(r.out))
+			if unexplained {
+				return b.split(ctx, live, "vet: "+firstLines(string(r.out), 5))
+			}
+			live = b.drop(live, blamed, "vet: ")
+		}
+	}
+	if len(live) == 0 {
+		return nil
 	}
 
-	first, err := v.runTests(ctx, p, overlay, tests)
-	res.Runs++
+	t2 := v.now()
+	// The original program under the schema binary: its time sets the
+	// timeout; tests that fail here, or with the identity copies, cannot
+	// judge these mutants.
+	base, err := v.runTests(ctx, p.Rel, bin, 0, v.cfg.BuildTimeout, p.Stable)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if o, why, done := settle(first); done {
-		return verdict(res, o, why), nil
+	usable := intersect(base.passed, p.Stable)
+	timeout := max(time.Duration(v.cfg.TimeoutFactor*float64(base.wall)), v.cfg.MinTimeout)
+	ident, err := v.runTests(ctx, p.Rel, bin, identity, v.cfg.BuildTimeout, usable)
+	if err != nil {
+		return err
+	}
+	usable = intersect(ident.passed, usable)
+	if len(usable) == 0 {
+		for _, i := range live {
+			b.finish(i, NonViable, "no test passes under the schema")
+		}
+		return nil
+	}
+	t3 := v.now()
+	for _, i := range live {
+		if err := b.one(ctx, sc, bin, i, usable, timeout, base.wall); err != nil {
+			return err
+		}
+	}
+	v.log.Debug().Str("pkg", p.Rel).Int("mutants", len(idx)).Int("run", len(live)).
+		Dur("build_took", t1.Sub(t0)).Dur("vet_took", t2.Sub(t1)).Dur("baseline_took", t3.Sub(t2)).
+		Dur("runs_took", v.now().Sub(t3)).Dur("timeout", timeout).Msg("schema batch validated")
+	return nil
+}
+
+// drop finishes the mutants blamed (by schema id) as non-viable and returns
+// the others.
+func (b *batch) drop(live []int, blamed map[int]string, prefix string) []int {
+	if len(blamed) == 0 {
+		return live
+	}
+	out := live[:0]
+	for _, i := range live {
+		if why, ok := blamed[i+1]; ok {
+			b.finish(i, NonViable, prefix+why)
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// split validates the two halves of live separately; a single mutant is
+// non-viable for reason why.
+func (b *batch) split(ctx context.Context, live []int, why string) error {
+	if len(live) == 1 {
+		b.finish(live[0], NonViable, why)
+		return nil
+	}
+	h := len(live) / 2
+	if err := b.run(ctx, live[:h]); err != nil {
+		return err
+	}
+	return b.run(ctx, live[h:])
+}
+
+// one runs mutant i of schema sc: the tests covering it, then, when some
+// fail, every usable test to confirm the verdict and find PASS_TO_PASS.
+func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable []string, timeout, baseline time.Duration) error {
+	r := &b.res[i]
+	r.Timeout, r.Baseline = timeout, baseline
+	tests := usable
+	if r.Covering != nil {
+		tests = intersect(r.Covering, usable)
+		if len(tests) == 0 {
+			b.finish(i, Equivalent, "no usable test covers the mutated lines")
+			return nil
+		}
+	}
+	first, err := b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, tests)
+	r.Runs++
+	if err != nil {
+		return err
+	}
+	if first.timedOut {
+		b.finish(i, TimedOut, "tests ran past the timeout")
+		return nil
 	}
 	if len(first.failed) == 0 {
-		return verdict(res, Equivalent, "every test passes"), nil
+		b.finish(i, Equivalent, "every test passes")
+		return nil
 	}
-
-	// The repeat runs every stable test: it confirms the verdict and finds
-	// PASS_TO_PASS beyond the covering tests.
-	second, err := v.runTests(ctx, p, overlay, p.Stable)
-	res.Runs++
+	second, err := b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, usable)
+	r.Runs++
 	if err != nil {
-		return res, err
+		return err
 	}
-	if o, why, done := settle(second); done {
-		return verdict(res, o, why), nil
+	if second.timedOut {
+		b.finish(i, TimedOut, "tests ran past the timeout")
+		return nil
 	}
 	if !slices.Equal(intersect(second.failed, tests), first.failed) {
-		return verdict(res, NonViable, "verdict does not repeat"), nil
+		b.finish(i, NonViable, "verdict does not repeat")
+		return nil
 	}
-	res.FailToPass = second.failed
-	res.PassToPass = intersect(second.passed, p.Stable)
-	if len(res.PassToPass) == 0 {
-		return verdict(res, NonViable, "no PASS_TO_PASS test"), nil
+	r.FailToPass = second.failed
+	r.PassToPass = intersect(second.passed, usable)
+	if len(r.PassToPass) == 0 {
+		b.finish(i, NonViable, "no PASS_TO_PASS test")
+		return nil
 	}
-	res.FailureOutput = second.output
-	key := m.Func + "\x00" + strings.Join(res.FailToPass, "\x00")
-	v.mu.Lock()
-	dup = v.seenF2P[key]
-	v.seenF2P[key] = true
-	v.mu.Unlock()
-	if dup {
-		return verdict(res, Duplicate, "same function and FAIL_TO_PASS set"), nil
+	r.FailureOutput = map[string]string{}
+	for t, out := range second.output {
+		r.FailureOutput[t] = sc.mapOutput(i+1, out)
 	}
-	res.Outcome = Valid
-	return res, nil
-}
-
-func (v *Validator) runTests(ctx context.Context, p *Package, overlay string, tests []string) (testRun, error) {
-	r, err := v.goCmd(ctx, v.dir, 2*p.Timeout, v.cfg.GoBin, "test", "-json", "-count=1",
-		"-overlay", overlay, "-timeout", p.Timeout.String(), "-run", runRegexp(tests), p.Rel)
-	if err != nil {
-		return testRun{}, fmt.Errorf("test mutant in %s: %w", p.Rel, err)
+	if !b.v.cfg.Dedup.first("f2p\x00" + b.ms[i].Func + "\x00" + strings.Join(r.FailToPass, "\x00")) {
+		b.finish(i, Duplicate, "same function and FAIL_TO_PASS set")
+		return nil
 	}
-	return parseTestJSON(r), nil
-}
-
-// settle returns the verdict a run already decides.
-func settle(r testRun) (Outcome, string, bool) {
-	switch {
-	case r.timedOut:
-		return TimedOut, "tests ran past the timeout", true
-	case !r.built:
-		return NonViable, "build: " + firstLines(r.raw, 5), true
-	}
-	return "", "", false
-}
-
-func verdict(r Result, o Outcome, why string) Result {
-	r.Outcome, r.Reason = o, why
-	return r
-}
-
-func writeOverlay(dir, target string, src []byte) (string, error) {
-	file := filepath.Join(dir, filepath.Base(target))
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		return "", err
-	}
-	data, err := json.Marshal(map[string]map[string]string{"Replace": {target: file}})
-	if err != nil {
-		return "", err
-	}
-	overlay := filepath.Join(dir, "overlay.json")
-	return overlay, os.WriteFile(overlay, data, 0o644)
+	b.finish(i, Valid, "")
+	return nil
 }
 
 // DiffHash is the hash tasks are deduplicated and named by: the SHA-256 of a

@@ -8,13 +8,34 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/process"
+	"github.com/frognano/frog/synth"
 )
 
 const tinyModule = "testdata/tiny"
 
+// sandbox opens a process sandbox closed at the end of the test.
+func sandbox(t *testing.T) env.Sandbox {
+	t.Helper()
+	cfg := process.DefaultConfig()
+	cfg.Dir = t.TempDir()
+	prov, err := process.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := prov.Open(context.Background(), env.OpenOptions{Run: "validate-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
 func prepare(t *testing.T) (*Validator, *Package) {
 	t.Helper()
-	v, err := New(tinyModule, Config{MinTimeout: 2 * time.Second}, zerolog.Nop())
+	v, err := New(tinyModule, sandbox(t), Config{MinTimeout: 2 * time.Second}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +66,11 @@ func TestValidate(t *testing.T) {
 	if got := p.Coverage.Covering("calc.go", 40, 40); !cmp.Equal(got, []string{"TestSqrt"}) {
 		t.Errorf("tests covering calc.go:40 = %v, want [TestSqrt]", got)
 	}
-	ms, err := v.Mutants("calc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := v.Mutants(p)
 	nilErr := find(t, ms, "nil-error", "Sqrt", "errNegative -> nil")
 	broken := nilErr
-	broken.Src = []byte(strings.Replace(string(broken.Src), "return 0, nil", "return 0, nil, nil", 1))
+	off := strings.Index(string(nilErr.orig), "return r, nil")
+	broken.Mutations = []synth.Mutation{{Op: "test", Edits: []synth.Edit{{Offset: off, Old: "return r, nil", New: "return r, nil, nil"}}}}
 	broken.Patch += "\n+broken"
 
 	tests := []struct {
@@ -124,4 +143,38 @@ func TestParseProfile(t *testing.T) {
 	if _, err := parseProfile([]byte("mode: set\ngarbage\n")); err == nil {
 		t.Error("parseProfile accepted garbage")
 	}
+}
+
+// TestBatchAgreesWithOneByOne checks the mutant schema against the plain
+// way: every mutant of the package compiled into one test binary gets the
+// verdict it gets compiled alone.
+func TestBatchAgreesWithOneByOne(t *testing.T) {
+	v, p := prepare(t)
+	ms := v.Mutants(p)
+	if len(ms) < 10 {
+		t.Fatalf("only %d mutants", len(ms))
+	}
+	batch := make([]Result, len(ms))
+	if err := v.Batch(context.Background(), p, ms, func(i int, r Result) { batch[i] = r }); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := New(tinyModule, sandbox(t), Config{MinTimeout: 2 * time.Second, BatchSize: 1}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var valid int
+	for i, m := range ms {
+		one, err := v1.Validate(context.Background(), p, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.Outcome != batch[i].Outcome || !cmp.Equal(one.FailToPass, batch[i].FailToPass) {
+			t.Errorf("%s %s %s: batch %s %v (%s), alone %s %v (%s)", m.Mutations[0].Op, m.Func, m.Mutations[0].Desc,
+				batch[i].Outcome, batch[i].FailToPass, batch[i].Reason, one.Outcome, one.FailToPass, one.Reason)
+		}
+		if one.Outcome == Valid {
+			valid++
+		}
+	}
+	t.Logf("%d mutants, %d valid; batch counters %+v", len(ms), valid, v.Counters())
 }

@@ -7,16 +7,21 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env/process"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
+	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/store"
 )
 
 // simOptions are the flags of `frog sim`; they are also what config.json
@@ -33,6 +38,7 @@ type simOptions struct {
 	TargetPassRate float64 `json:"target_pass_rate"`
 	CurriculumRate float64 `json:"curriculum_rate"`
 	TaskSpread     float64 `json:"task_spread"`
+	Tasks          string  `json:"tasks"`
 	InitialSkill   float64 `json:"initial_skill"`
 	LearningRate   float64 `json:"learning_rate"`
 
@@ -91,7 +97,8 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.Float64Var(&o.Difficulty, "difficulty", 0, "starting difficulty (target) or the difficulty (fixed)")
 	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "pass rate the target curriculum aims at")
 	f.Float64Var(&o.CurriculumRate, "curriculum-rate", 0.01, "step of the target curriculum's ability estimate per outcome")
-	f.Float64Var(&o.TaskSpread, "task-spread", 0.5, "standard deviation of a task's difficulty around the one asked for")
+	f.Float64Var(&o.TaskSpread, "task-spread", 0.5, "standard deviation of a task's difficulty around the one asked for (--tasks sim)")
+	f.StringVar(&o.Tasks, "tasks", "sim", "where tasks come from: sim (simulated), synth (validated live from the default modules by frog synth's machinery), or a task store (.jsonl) written by frog synth, drawn from by difficulty")
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "simulated agent's starting skill")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object (no progress bar)")
@@ -111,6 +118,9 @@ func (o *simOptions) validate() error {
 	}
 	if err := o.Sandbox.validate(); err != nil {
 		return err
+	}
+	if o.Tasks == "" {
+		return usagef("--tasks: want sim, synth or a .jsonl task store")
 	}
 	if o.Curriculum != "target" && o.Curriculum != "fixed" {
 		return usagef("--curriculum %q: want target or fixed", o.Curriculum)
@@ -177,8 +187,13 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		}
 	}
 	learner := policysim.NewLearner(o.InitialSkill, o.LearningRate, o.Seed)
+	src, closeSrc, err := openTasks(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: synthsim.New(o.Seed, o.TaskSpread),
+		Provider: prov, Learner: learner, Source: src,
 		Curriculum: cur, Log: log, Counters: new(actors.Counters),
 	}
 
@@ -274,4 +289,52 @@ func bytesString(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// openTasks makes the run's task source (--tasks) and what releases it.
+func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.Source, func(), error) {
+	switch o.Tasks {
+	case "sim":
+		return synthsim.New(o.Seed, o.TaskSpread), func() {}, nil
+	case "synth":
+		work, err := os.MkdirTemp("", "frog-sim-synth-")
+		if err != nil {
+			return nil, nil, err
+		}
+		var mods []source.Module
+		for _, spec := range source.Default {
+			m, err := source.Open(ctx, spec, work)
+			if err != nil {
+				log.Warn().Err(err).Str("source", spec).Msg("source skipped")
+				continue
+			}
+			mods = append(mods, m)
+		}
+		prov, err := process.New(process.DefaultConfig(), log)
+		if err != nil {
+			os.RemoveAll(work)
+			return nil, nil, err
+		}
+		s, err := source.New(mods, source.Config{Seed: o.Seed, Provider: prov}, log)
+		if err != nil {
+			os.RemoveAll(work)
+			return nil, nil, err
+		}
+		return s, func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			s.Close(ctx)
+			os.RemoveAll(work)
+		}, nil
+	}
+	recs, err := store.Load(o.Tasks)
+	if err != nil {
+		return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+	}
+	src, err := store.NewSource(recs, o.Seed)
+	if err != nil {
+		return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+	}
+	log.Info().Int("tasks", src.Len()).Str("store", o.Tasks).Msg("task store")
+	return src, func() {}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -22,11 +23,17 @@ import (
 // synthOptions are the flags of `frog synth`.
 type synthOptions struct {
 	Sources    []string      `json:"sources"`
+	Packages   []string      `json:"packages,omitempty"`
 	N          int           `json:"n"`
 	Out        string        `json:"out"`
 	Seed       uint64        `json:"seed"`
 	WorkDir    string        `json:"work_dir,omitempty"`
 	MinTimeout time.Duration `json:"min_timeout"`
+	Workers    int           `json:"workers"`
+	MaxMutants int           `json:"max_mutants"`
+	Combos     float64       `json:"combos"`
+	Sandbox    string        `json:"sandbox"`
+	Image      string        `json:"image,omitempty"`
 	JSON       bool          `json:"-"`
 }
 
@@ -42,26 +49,45 @@ verdict repeats, and the gold patch undoes it. Each valid task is appended to
 --out (JSONL, SWE-bench instance fields plus frog's) as soon as it is validated,
 so an interrupted run loses nothing.
 
-A source is a local module directory or a module path@version, fetched with
-the go command into the module cache and copied to a work directory. Without
---source, the pinned default list is used. A source that cannot be fetched,
-does not build or has no stable tests is reported and skipped.
+A source is a local module directory, a module path@version (fetched with
+the go command into the module cache and copied to a work directory), or a
+git repository, git+URL[@ref] (cloned at ref, a branch or tag, into the work
+directory). Without --source, the pinned default list is used. A source that
+cannot be fetched, does not build or has no stable tests is reported and
+skipped.
+
+Validation runs in sandboxes (--sandbox process or docker), one per worker,
+each holding copies of the modules. Per package, the baseline runs twice
+(flaky tests are excluded), a per-test coverage map is computed once, and
+mutants are compiled in batches into one test binary (a mutant schema: every
+mutated function gets a copy, chosen at run time), vetted once per batch,
+and run with only the tests that cover them. Single mutants come first;
+then combinations of k = 2 or 3 of those the tests caught, in one function
+or one file (--combos per caught mutant).
 
 At the end synth prints the yield per operator family and per module: mutants
 tried, non-viable, equivalent, timed out, duplicate and valid.`,
 		Example: `  frog synth --n 200 --out tasks.jsonl
   frog synth --source ./mymodule --source github.com/google/btree@v1.1.3 --n 50
+  frog synth --source git+https://example.com/you/mod.git@v1.2.0 --n 50
+  frog synth --n 1500 --sandbox docker --workers 2
   frog synth --n 10 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runSynth(c.Context(), g, o) },
 	}
 	f := c.Flags()
 	f.StringArrayVar(&o.Sources, "source", nil, "module directory or path@version (repeatable; default: the pinned list)")
+	f.StringArrayVar(&o.Packages, "package", nil, "only this package directory of each module, e.g. ./trees/avltree (repeatable)")
 	f.IntVar(&o.N, "n", 100, "valid tasks to make (0: every mutant of every source)")
 	f.StringVar(&o.Out, "out", "tasks.jsonl", "JSONL task store to append to")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the order mutants are tried in")
 	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules are copied (default: a temporary directory, removed at the end)")
-	f.DurationVar(&o.MinTimeout, "min-timeout", 10*time.Second, "floor under a mutant's test timeout (3× the baseline)")
+	f.DurationVar(&o.MinTimeout, "min-timeout", 500*time.Millisecond, "floor under a mutant's test timeout (3× the baseline run of the same tests)")
+	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "packages validated at once, each in its own sandbox")
+	f.IntVar(&o.MaxMutants, "max-mutants", 400, "single mutants tried per package, sampled (0: all)")
+	f.Float64Var(&o.Combos, "combos", 0.5, "combined mutants (k = 2, 3) tried per single mutant the tests caught (0: none)")
+	f.StringVar(&o.Sandbox, "sandbox", "process", "where validation runs: process (this machine, weakly isolated), docker, or auto")
+	f.StringVar(&o.Image, "image", "", "sandbox image for --sandbox docker (default frog-sandbox:<version>, built if missing)")
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object (no progress bar)")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		switch {
@@ -71,6 +97,14 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 			return usagef("--out: want a file")
 		case o.MinTimeout <= 0:
 			return usagef("--min-timeout %v: want > 0", o.MinTimeout)
+		case o.Workers < 1:
+			return usagef("--workers %d: want >= 1", o.Workers)
+		case o.MaxMutants < 0:
+			return usagef("--max-mutants %d: want >= 0", o.MaxMutants)
+		case o.Combos < 0:
+			return usagef("--combos %v: want >= 0", o.Combos)
+		case o.Sandbox != "process" && o.Sandbox != "docker" && o.Sandbox != "auto":
+			return usagef("--sandbox %q: want process, docker or auto", o.Sandbox)
 		}
 		return nil
 	}
@@ -130,12 +164,34 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	if len(mods) == 0 {
 		return fmt.Errorf("no usable source among %d", len(specs))
 	}
-	s, err := source.New(mods, source.Config{
-		Validate: validate.Config{MinTimeout: o.MinTimeout}, Seed: o.Seed,
-	}, log)
+	so := &simOptions{Name: fmt.Sprintf("synth-%d", os.Getpid()), Sandbox: sandboxOptions{Kind: o.Sandbox, Image: o.Image}}
+	so.Run.Concurrency = o.Workers
+	prov, release, err := sandboxFactories[o.Sandbox](ctx, so, log)
+	if err != nil {
+		return fmt.Errorf("sandboxes: %w", err)
+	}
+	defer release()
+	cfg := source.Config{
+		Validate: validate.Config{MinTimeout: o.MinTimeout}, Seed: o.Seed, Provider: prov,
+		Workers: o.Workers, MaxMutants: o.MaxMutants, Combos: o.Combos, Packages: o.Packages,
+	}
+	if o.MaxMutants == 0 {
+		cfg.MaxMutants = -1
+	}
+	if o.Combos == 0 {
+		cfg.Combos = -1
+	}
+	s, err := source.New(mods, cfg, log)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			log.Warn().Err(err).Msg("close validation sandboxes")
+		}
+	}()
 
 	bar := startSynthProgress(g, !o.JSON, o.N, s)
 	genErr := s.Generate(ctx, o.N, func(rec synth.TaskRecord) error {

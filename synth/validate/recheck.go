@@ -1,0 +1,122 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
+)
+
+// ErrRecheck says that a stored task did not hold up when re-validated.
+var ErrRecheck = errors.New("task does not re-validate")
+
+// Checker re-validates stored tasks of one module in a sandbox, the way an
+// episode would see them: the mutant file written in place (no schema, no
+// overlay), the task's tests run with go test, then the gold patch applied.
+type Checker struct {
+	v *Validator
+}
+
+// NewChecker returns a Checker for tasks of the module rooted at dir (the
+// task's repository at its version), copied into sb under workdir ("" for
+// the workspace root) when first needed.
+func NewChecker(dir string, sb env.Sandbox, workdir string, log zerolog.Logger) (*Checker, error) {
+	v, err := New(dir, sb, Config{Workdir: workdir}, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Checker{v: v}, nil
+}
+
+// Check re-validates rec: with its mutations applied every FAIL_TO_PASS
+// test fails and every PASS_TO_PASS test passes; with the gold patch
+// applied to the mutant every one of them passes. A task that does not
+// hold up gives an error wrapping ErrRecheck that says which tests did
+// what; the module's file is restored either way.
+func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
+	v := c.v
+	if err := v.copyModule(ctx); err != nil {
+		return err
+	}
+	if len(rec.Mutations) == 0 || len(rec.FailToPass) == 0 || len(rec.TestCmd) == 0 {
+		return fmt.Errorf("task %s: %w: no mutations, FAIL_TO_PASS or test command", rec.ID, ErrRecheck)
+	}
+	file := rec.Mutations[0].File
+	orig, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(file)))
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
+	var edits []synth.Edit
+	for _, m := range rec.Mutations {
+		if m.File != file {
+			return fmt.Errorf("task %s: %w: mutations of several files", rec.ID, ErrRecheck)
+		}
+		edits = append(edits, m.Edits...)
+	}
+	mutant, err := splice(orig, edits)
+	if err != nil {
+		return fmt.Errorf("task %s: %w: mutations do not apply: %v", rec.ID, ErrRecheck, err)
+	}
+	fixed, err := synth.ApplyPatch(mutant, rec.Patch)
+	if err != nil {
+		return fmt.Errorf("task %s: %w: gold patch: %v", rec.ID, ErrRecheck, err)
+	}
+	defer v.sb.WriteFile(context.WithoutCancel(ctx), v.path(file), orig)
+
+	pkg := rec.TestCmd[len(rec.TestCmd)-1]
+	tests := slices.Concat(rec.FailToPass, rec.PassToPass)
+	run := func(src []byte) (testRun, error) {
+		if err := v.sb.WriteFile(ctx, v.path(file), src); err != nil {
+			return testRun{}, err
+		}
+		r, err := v.goCmd(ctx, "test", "-json", "-count=1", "-run", runRegexp(tests), pkg)
+		if err != nil {
+			return testRun{}, err
+		}
+		return parseTestJSON(r), nil
+	}
+	bad, err := run(mutant)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
+	var problems []string
+	if missing := without(rec.FailToPass, bad.failed); len(missing) > 0 && bad.built {
+		problems = append(problems, fmt.Sprintf("with the bug, FAIL_TO_PASS tests did not fail: %s", strings.Join(missing, " ")))
+	}
+	if !bad.built {
+		problems = append(problems, "the mutant does not build: "+firstLines(bad.raw, 3))
+	}
+	if missing := without(rec.PassToPass, bad.passed); len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("with the bug, PASS_TO_PASS tests did not pass: %s", strings.Join(missing, " ")))
+	}
+	good, err := run(fixed)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
+	if missing := without(tests, good.passed); len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("with the gold patch, tests did not pass: %s", strings.Join(missing, " ")))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("task %s: %w: %s", rec.ID, ErrRecheck, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// without returns the elements of a not in b.
+func without(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

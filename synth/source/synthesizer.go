@@ -63,8 +63,9 @@ type ModuleStats struct {
 	Prepared int      `json:"prepared"`
 	Skipped  []string `json:"skipped,omitempty"`
 	// Flaky counts tests excluded because they passed in only one baseline
-	// run.
+	// run; Slow those excluded for taking longer than MaxTestTime.
 	Flaky int `json:"flaky"`
+	Slow  int `json:"slow"`
 	validate.Counters
 }
 
@@ -328,10 +329,13 @@ func (s *Synthesizer) Generate(ctx context.Context, n int, emit func(synth.TaskR
 // ErrExhausted; on cancellation, ctx's error.
 func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Task, error) {
 	var fresh []synth.TaskRecord
-	err := s.Generate(ctx, 2*n-s.pooled(), func(r synth.TaskRecord) error {
-		fresh = append(fresh, r)
-		return nil
-	})
+	var err error
+	if need := 2*n - s.pooled(); need > 0 { // Generate takes 0 as "all"
+		err = s.Generate(ctx, need, func(r synth.TaskRecord) error {
+			fresh = append(fresh, r)
+			return nil
+		})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pool = append(s.pool, fresh...)
@@ -493,6 +497,7 @@ func (s *Synthesizer) runJob(ctx context.Context, w *worker, j *job, recs chan<-
 		s.statsMu.Lock()
 		m.stats.Prepared++
 		m.stats.Flaky += len(p.Flaky)
+		m.stats.Slow += len(p.Slow)
 		s.statsMu.Unlock()
 		s.log.Debug().Str("module", m.mod.String()).Str("pkg", pj.rel).Int("mutants", len(muts)).Int("chunks", len(js)).Msg("package ready")
 		s.putFront(js...)

@@ -19,14 +19,17 @@ type runResult struct {
 
 // testEvent is one line of `go test -json`.
 type testEvent struct {
-	Action string
-	Test   string
-	Output string
+	Action  string
+	Test    string
+	Output  string
+	Elapsed float64
 }
 
 // testRun is the outcome of one `go test -json` run, by top-level test.
 type testRun struct {
 	passed, failed []string
+	// elapsed is each top-level test's time (go test -json only).
+	elapsed map[string]time.Duration
 	// output holds each failed test's output.
 	output   map[string]string
 	timedOut bool
@@ -34,11 +37,15 @@ type testRun struct {
 	built bool
 	wall  time.Duration
 	raw   string
+	// text is the output that belongs to no test: build errors, a
+	// package's own FAIL lines.
+	text string
 }
 
 func parseTestJSON(r runResult) testRun {
-	tr := testRun{output: map[string]string{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out)}
+	tr := testRun{output: map[string]string{}, elapsed: map[string]time.Duration{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out)}
 	outs := map[string]*strings.Builder{}
+	var text []byte
 	sc := bufio.NewScanner(bytes.NewReader(r.out))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -48,6 +55,9 @@ func parseTestJSON(r runResult) testRun {
 		}
 		if strings.Contains(e.Output, "panic: test timed out") {
 			tr.timedOut = true
+		}
+		if e.Test == "" && e.Output != "" && len(text) < maxTestOutput {
+			text = append(text, e.Output...)
 		}
 		if e.Test == "" || strings.Contains(e.Test, "/") {
 			if e.Test != "" && e.Action == "output" {
@@ -61,6 +71,7 @@ func parseTestJSON(r runResult) testRun {
 			tr.built = true
 		case "pass":
 			tr.passed = append(tr.passed, e.Test)
+			tr.elapsed[e.Test] = time.Duration(e.Elapsed * float64(time.Second))
 		case "fail":
 			tr.failed = append(tr.failed, e.Test)
 		case "output":
@@ -74,6 +85,7 @@ func parseTestJSON(r runResult) testRun {
 	}
 	sort.Strings(tr.passed)
 	sort.Strings(tr.failed)
+	tr.text = string(text)
 	return tr
 }
 

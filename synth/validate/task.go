@@ -68,7 +68,7 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			ProblemStatement: problemStatement(res),
 			FailToPass:       res.FailToPass,
 			PassToPass:       res.PassToPass,
-			TestCmd:          []string{"go", "test", "-count=1", "-run", runRegexp(append(append([]string(nil), res.FailToPass...), res.PassToPass...)), p.Rel},
+			TestCmd:          []string{"go", "test", "-count=1", "-vet=off", "-run", runRegexp(append(append([]string(nil), res.FailToPass...), res.PassToPass...)), p.Rel},
 		},
 		Package:   path.Join(repo, strings.TrimPrefix(p.Rel, "./")),
 		Mutations: m.Mutations,

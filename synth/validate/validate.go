@@ -45,6 +45,11 @@ type Config struct {
 	// BuildTimeout bounds each go command (baseline runs, builds, vet);
 	// 10 minutes when zero.
 	BuildTimeout time.Duration
+	// MaxTestTime leaves out of the stable set a test slower than this in
+	// either baseline run: every mutant pays for its tests twice, and a
+	// task's reward should come quickly; 1s when zero, no limit when
+	// negative.
+	MaxTestTime time.Duration
 	// NoCoverage skips the per-test coverage map: every stable test runs
 	// on every mutant.
 	NoCoverage bool
@@ -153,6 +158,9 @@ func New(dir string, sb env.Sandbox, cfg Config, log zerolog.Logger) (*Validator
 	if cfg.MinTimeout == 0 {
 		cfg.MinTimeout = 500 * time.Millisecond
 	}
+	if cfg.MaxTestTime == 0 {
+		cfg.MaxTestTime = time.Second
+	}
 	if cfg.BuildTimeout == 0 {
 		cfg.BuildTimeout = 10 * time.Minute
 	}
@@ -183,8 +191,9 @@ type Package struct {
 	// form go commands take ("./calc", or "." for the root).
 	Rel string
 	// Stable lists, sorted, the top-level tests that passed in both
-	// baseline runs; Flaky those that passed in only one.
-	Stable, Flaky []string
+	// baseline runs within Config.MaxTestTime; Flaky those that passed in
+	// only one; Slow those that passed in both but took longer.
+	Stable, Flaky, Slow []string
 	// Baseline is the slowest baseline `go test` run, build included.
 	Baseline time.Duration
 	// VetClean says whether go vet passed on the original; if not, mutants
@@ -218,20 +227,24 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 	t0 := v.now()
 	var runs [2]testRun
 	for i := range runs {
-		r, err := v.goCmd(ctx, "test", "-json", "-count=1", rel)
+		r, err := v.goCmd(ctx, "test", "-json", "-count=1", "-vet=off", rel)
 		if err != nil {
 			return nil, fmt.Errorf("baseline %s: %w", rel, err)
 		}
 		runs[i] = parseTestJSON(r)
 		if !runs[i].built {
-			return nil, fmt.Errorf("baseline %s does not build: %s", rel, truncate(runs[i].raw, 2000))
+			return nil, fmt.Errorf("baseline %s does not build or run: %s", rel, strings.ReplaceAll(firstLines(runs[i].text, 4), "\n", "; "))
 		}
 		p.Baseline = max(p.Baseline, r.wall)
 	}
 	for _, t := range runs[0].passed {
-		if slices.Contains(runs[1].passed, t) {
+		slow := v.cfg.MaxTestTime > 0 && max(runs[0].elapsed[t], runs[1].elapsed[t]) > v.cfg.MaxTestTime
+		switch {
+		case slices.Contains(runs[1].passed, t) && slow:
+			p.Slow = append(p.Slow, t)
+		case slices.Contains(runs[1].passed, t):
 			p.Stable = append(p.Stable, t)
-		} else {
+		default:
 			p.Flaky = append(p.Flaky, t)
 		}
 	}
@@ -255,7 +268,7 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 			return nil, err
 		}
 	}
-	v.log.Debug().Str("pkg", rel).Int("stable", len(p.Stable)).Int("flaky", len(p.Flaky)).
+	v.log.Debug().Str("pkg", rel).Int("stable", len(p.Stable)).Int("flaky", len(p.Flaky)).Int("slow", len(p.Slow)).
 		Dur("baseline", p.Baseline).Dur("baselines_took", t1.Sub(t0)).Dur("vet_took", t2.Sub(t1)).
 		Dur("coverage_took", v.now().Sub(t2)).Msg("package prepared")
 	return p, nil

@@ -29,6 +29,7 @@ type synthOptions struct {
 	Seed       uint64        `json:"seed"`
 	WorkDir    string        `json:"work_dir,omitempty"`
 	MinTimeout time.Duration `json:"min_timeout"`
+	MaxTest    time.Duration `json:"max_test_time"`
 	Workers    int           `json:"workers"`
 	MaxMutants int           `json:"max_mutants"`
 	Combos     float64       `json:"combos"`
@@ -75,6 +76,7 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runSynth(c.Context(), g, o) },
 	}
+	c.AddCommand(newSynthVerifyCmd(g))
 	f := c.Flags()
 	f.StringArrayVar(&o.Sources, "source", nil, "module directory or path@version (repeatable; default: the pinned list)")
 	f.StringArrayVar(&o.Packages, "package", nil, "only this package directory of each module, e.g. ./trees/avltree (repeatable)")
@@ -83,6 +85,7 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the order mutants are tried in")
 	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules are copied (default: a temporary directory, removed at the end)")
 	f.DurationVar(&o.MinTimeout, "min-timeout", 500*time.Millisecond, "floor under a mutant's test timeout (3× the baseline run of the same tests)")
+	f.DurationVar(&o.MaxTest, "max-test-time", time.Second, "leave out tests slower than this in the baseline (0: keep all)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "packages validated at once, each in its own sandbox")
 	f.IntVar(&o.MaxMutants, "max-mutants", 400, "single mutants tried per package, sampled (0: all)")
 	f.Float64Var(&o.Combos, "combos", 0.5, "combined mutants (k = 2, 3) tried per single mutant the tests caught (0: none)")
@@ -97,6 +100,8 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 			return usagef("--out: want a file")
 		case o.MinTimeout <= 0:
 			return usagef("--min-timeout %v: want > 0", o.MinTimeout)
+		case o.MaxTest < 0:
+			return usagef("--max-test-time %v: want >= 0", o.MaxTest)
 		case o.Workers < 1:
 			return usagef("--workers %d: want >= 1", o.Workers)
 		case o.MaxMutants < 0:
@@ -172,11 +177,14 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	}
 	defer release()
 	cfg := source.Config{
-		Validate: validate.Config{MinTimeout: o.MinTimeout}, Seed: o.Seed, Provider: prov,
+		Validate: validate.Config{MinTimeout: o.MinTimeout, MaxTestTime: o.MaxTest}, Seed: o.Seed, Provider: prov,
 		Workers: o.Workers, MaxMutants: o.MaxMutants, Combos: o.Combos, Packages: o.Packages,
 	}
 	if o.MaxMutants == 0 {
 		cfg.MaxMutants = -1
+	}
+	if o.MaxTest == 0 {
+		cfg.Validate.MaxTestTime = -1
 	}
 	if o.Combos == 0 {
 		cfg.Combos = -1

@@ -105,3 +105,30 @@ func hunkStart(h string) (int, error) {
 	}
 	return l, nil
 }
+
+// SplitPatch splits a unified diff of several files into one diff per
+// file, keyed by the path after "--- a/" (or "--- ").
+func SplitPatch(patch string) map[string]string {
+	out := map[string]string{}
+	var cur string
+	var b strings.Builder
+	flush := func() {
+		if cur != "" {
+			out[cur] += b.String()
+		}
+		b.Reset()
+	}
+	for _, l := range strings.SplitAfter(patch, "\n") {
+		if name, ok := strings.CutPrefix(l, "--- "); ok {
+			flush()
+			name = strings.TrimSpace(name)
+			if i := strings.IndexByte(name, '\t'); i >= 0 {
+				name = name[:i]
+			}
+			cur = strings.TrimPrefix(name, "a/")
+		}
+		b.WriteString(l)
+	}
+	flush()
+	return out
+}

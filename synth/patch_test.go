@@ -32,3 +32,11 @@ func TestApplyPatchUndoesMutations(t *testing.T) {
 		t.Error("ApplyPatch accepted a patch with no hunk")
 	}
 }
+
+func TestSplitPatch(t *testing.T) {
+	p := "--- a/x/a.go\n+++ b/x/a.go\n@@ -1 +1 @@\n-a\n+b\n--- a/x/b.go\n+++ b/x/b.go\n@@ -2 +2 @@\n-c\n+d\n"
+	got := synth.SplitPatch(p)
+	if len(got) != 2 || !strings.HasPrefix(got["x/a.go"], "--- a/x/a.go\n") || !strings.HasSuffix(got["x/b.go"], "+d\n") {
+		t.Errorf("SplitPatch = %q", got)
+	}
+}

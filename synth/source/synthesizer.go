@@ -42,8 +42,8 @@ type Config struct {
 	// sample), so that big packages do not crowd out the rest; 400 when
 	// zero, no cap when negative.
 	MaxMutants int
-	// Combos is how many combined mutants (k = 2 and 3, in one function or
-	// one file) are tried per single mutant that its tests caught; 0.5
+	// Combos is how many combined mutants (k = 2 and 3, in one function,
+	// one file or one package) are tried per single mutant that its tests caught; 0.5
 	// when zero, none when negative.
 	Combos float64
 	// Packages, when not empty, restricts every module to the package
@@ -577,37 +577,45 @@ func (s *Synthesizer) record(m *modState, p *validate.Package, mut validate.Muta
 }
 
 // combos draws up to n combined mutants of k = 2 or 3 (half each) from
-// caught, the single mutants a package's tests caught: mutations of one
-// file whose edits do not overlap, in one function or several.
+// caught, the single mutants a package's tests caught, in one of three
+// scopes drawn in turn: one function, one file, or the whole package.
+// Mutations whose edits overlap are not combined.
 func combos(rng *rand.Rand, caught []validate.Mutant, n int) []validate.Mutant {
-	byFile := map[string][]validate.Mutant{}
-	var files []string
+	groups := [3]map[string][]validate.Mutant{{}, {}, {}} // by function, by file, all
 	for _, m := range caught {
-		if byFile[m.File] == nil {
-			files = append(files, m.File)
-		}
-		byFile[m.File] = append(byFile[m.File], m)
+		groups[0][m.File+"\x00"+m.Func] = append(groups[0][m.File+"\x00"+m.Func], m)
+		groups[1][m.File] = append(groups[1][m.File], m)
+		groups[2][""] = append(groups[2][""], m)
 	}
-	slices.Sort(files)
+	var keys [3][]string
+	for i, g := range groups {
+		for k, ms := range g {
+			if len(ms) >= 2 {
+				keys[i] = append(keys[i], k)
+			}
+		}
+		slices.Sort(keys[i])
+	}
 	var out []validate.Mutant
 	seen := map[string]bool{}
-	for tries := 0; len(out) < n && tries < 20*n && len(files) > 0; tries++ {
-		ms := byFile[files[rng.IntN(len(files))]]
-		k := 2 + rng.IntN(2)
-		if len(ms) < k {
+	for tries := 0; len(out) < n && tries < 20*n; tries++ {
+		scope := tries % 3
+		if len(keys[scope]) == 0 {
 			continue
 		}
+		ms := groups[scope][keys[scope][rng.IntN(len(keys[scope]))]]
+		k := min(2+rng.IntN(2), len(ms))
 		pick := make([]validate.Mutant, 0, k)
 		var key []string
 		for _, i := range rng.Perm(len(ms))[:k] {
 			pick = append(pick, ms[i])
-			key = append(key, fmt.Sprint(i))
+			key = append(key, ms[i].Patch)
 		}
 		slices.Sort(key)
-		if seen[strings.Join(key, ",")] {
+		if seen[strings.Join(key, "\x00")] {
 			continue
 		}
-		seen[strings.Join(key, ",")] = true
+		seen[strings.Join(key, "\x00")] = true
 		c, err := validate.Combine(pick...)
 		if err != nil {
 			continue // overlapping edits

@@ -49,33 +49,44 @@ func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
 	if len(rec.Mutations) == 0 || len(rec.FailToPass) == 0 || len(rec.TestCmd) == 0 {
 		return fmt.Errorf("task %s: %w: no mutations, FAIL_TO_PASS or test command", rec.ID, ErrRecheck)
 	}
-	file := rec.Mutations[0].File
-	orig, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(file)))
-	if err != nil {
-		return fmt.Errorf("task %s: %w", rec.ID, err)
-	}
-	var edits []synth.Edit
+	edits := map[string][]synth.Edit{}
 	for _, m := range rec.Mutations {
-		if m.File != file {
-			return fmt.Errorf("task %s: %w: mutations of several files", rec.ID, ErrRecheck)
+		edits[m.File] = append(edits[m.File], m.Edits...)
+	}
+	patches := synth.SplitPatch(rec.Patch)
+	origs, mutants, fixed := map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	for file, es := range edits {
+		orig, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(file)))
+		if err != nil {
+			return fmt.Errorf("task %s: %w", rec.ID, err)
 		}
-		edits = append(edits, m.Edits...)
+		mutant, err := splice(orig, es)
+		if err != nil {
+			return fmt.Errorf("task %s: %w: mutations of %s do not apply: %v", rec.ID, ErrRecheck, file, err)
+		}
+		p, ok := patches[file]
+		if !ok {
+			return fmt.Errorf("task %s: %w: the gold patch does not touch %s", rec.ID, ErrRecheck, file)
+		}
+		fix, err := synth.ApplyPatch(mutant, p)
+		if err != nil {
+			return fmt.Errorf("task %s: %w: gold patch of %s: %v", rec.ID, ErrRecheck, file, err)
+		}
+		origs[file], mutants[file], fixed[file] = orig, mutant, fix
 	}
-	mutant, err := splice(orig, edits)
-	if err != nil {
-		return fmt.Errorf("task %s: %w: mutations do not apply: %v", rec.ID, ErrRecheck, err)
-	}
-	fixed, err := synth.ApplyPatch(mutant, rec.Patch)
-	if err != nil {
-		return fmt.Errorf("task %s: %w: gold patch: %v", rec.ID, ErrRecheck, err)
-	}
-	defer v.sb.WriteFile(context.WithoutCancel(ctx), v.path(file), orig)
+	defer func() {
+		for file, orig := range origs {
+			v.sb.WriteFile(context.WithoutCancel(ctx), v.path(file), orig)
+		}
+	}()
 
 	pkg := rec.TestCmd[len(rec.TestCmd)-1]
 	tests := slices.Concat(rec.FailToPass, rec.PassToPass)
-	run := func(src []byte) (testRun, error) {
-		if err := v.sb.WriteFile(ctx, v.path(file), src); err != nil {
-			return testRun{}, err
+	run := func(srcs map[string][]byte) (testRun, error) {
+		for file, src := range srcs {
+			if err := v.sb.WriteFile(ctx, v.path(file), src); err != nil {
+				return testRun{}, err
+			}
 		}
 		r, err := v.goCmd(ctx, "test", "-json", "-count=1", "-vet=off", "-run", runRegexp(tests), pkg)
 		if err != nil {
@@ -83,7 +94,7 @@ func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
 		}
 		return parseTestJSON(r), nil
 	}
-	bad, err := run(mutant)
+	bad, err := run(mutants)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}

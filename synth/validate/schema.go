@@ -144,6 +144,21 @@ func importName(p string) string {
 	return strings.ReplaceAll(last, "-", "")
 }
 
+// check says why mutant m cannot be a schema mutant of the package, or "":
+// a file not in it, or an import its edits leave unused.
+func (ps *pkgSource) check(m Mutant) string {
+	for _, f := range m.Files() {
+		sf := ps.files[f]
+		if sf == nil {
+			return "file not in the package: " + f
+		}
+		if name := sf.unusedImport(m.Edits(f)); name != "" {
+			return "build: imported and not used: " + name
+		}
+	}
+	return ""
+}
+
 // unusedImport names an import the mutation edits leave without uses, or "".
 func (sf *srcFile) unusedImport(edits []synth.Edit) string {
 	for name, n := range sf.uses {

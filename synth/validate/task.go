@@ -38,7 +38,7 @@ func (v *Validator) Mutants(p *Package) []Mutant {
 				File: s.Filename, Patch: patch,
 				Func: s.Func, Line: s.Line, EndLine: s.EndLine,
 				Complexity: s.Complexity, PackageLines: ps.lines,
-				Mutations: []synth.Mutation{fromSite(s)}, orig: sf.src,
+				Mutations: []synth.Mutation{fromSite(s)}, origs: map[string][]byte{s.Filename: sf.src},
 			})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -276,7 +277,7 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 
 func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, error) {
 	bin := ".frog/cover.test"
-	r, err := v.goCmd(ctx, "test", "-c", "-cover", "-o", bin, p.Rel)
+	r, err := v.goCmd(ctx, "test", "-c", "-vet=off", "-cover", "-o", bin, p.Rel)
 	if err != nil {
 		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
 	}
@@ -307,38 +308,51 @@ func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, err
 	return cov, nil
 }
 
-// Mutant is one candidate bug: one or more mutations of one file.
+// Mutant is one candidate bug: one or more mutations of a package, in one
+// function, one file, or several files.
 type Mutant struct {
-	// File is the mutated file's path relative to the module root.
+	// File is the (first) mutated file's path relative to the module root.
 	File string
-	// Patch is the gold fix (a unified diff), hashed for deduplication.
+	// Patch is the gold fix (a unified diff of every mutated file), hashed
+	// for deduplication.
 	Patch string
 	// Func is the mutated function (the first mutation's); Line and EndLine
-	// bound the mutated lines in the original file (all mutations').
+	// bound the first mutation's lines in the original file.
 	Func          string
 	Line, EndLine int
 	// Complexity is the mutated function's cyclomatic complexity and
 	// PackageLines the size of the package, for difficulty features.
 	Complexity, PackageLines int
-	// Mutations are the injected changes, in original-file offsets.
+	// Mutations are the injected changes, in their original files' offsets.
 	Mutations []synth.Mutation
 
-	orig []byte // the original file
+	origs map[string][]byte // the original files, by path
 }
 
-// Edits returns the edits of every mutation.
-func (m Mutant) Edits() []synth.Edit {
+// Edits returns the edits of every mutation of file.
+func (m Mutant) Edits(file string) []synth.Edit {
 	var es []synth.Edit
 	for _, mu := range m.Mutations {
-		es = append(es, mu.Edits...)
+		if mu.File == file {
+			es = append(es, mu.Edits...)
+		}
 	}
 	return es
 }
 
-// Src returns the mutated file.
-func (m Mutant) Src() ([]byte, error) { return splice(m.orig, m.Edits()) }
+// Files returns the mutated files, sorted.
+func (m Mutant) Files() []string {
+	var fs []string
+	for _, mu := range m.Mutations {
+		if !slices.Contains(fs, mu.File) {
+			fs = append(fs, mu.File)
+		}
+	}
+	slices.Sort(fs)
+	return fs
+}
 
-// Combine makes one mutant of several mutants of the same file whose edits
+// Combine makes one mutant of several mutants of one package whose edits
 // do not overlap, with a patch that undoes them all.
 func Combine(ms ...Mutant) (Mutant, error) {
 	if len(ms) == 0 {
@@ -346,23 +360,29 @@ func Combine(ms ...Mutant) (Mutant, error) {
 	}
 	c := ms[0]
 	c.Mutations = slices.Clone(c.Mutations)
+	c.origs = maps.Clone(c.origs)
 	for _, m := range ms[1:] {
-		if m.File != c.File {
-			return Mutant{}, fmt.Errorf("combine: %s and %s are different files", c.File, m.File)
-		}
 		c.Mutations = append(c.Mutations, m.Mutations...)
-		c.Line, c.EndLine = min(c.Line, m.Line), max(c.EndLine, m.EndLine)
-		c.Complexity = max(c.Complexity, m.Complexity)
+		for f, src := range m.origs {
+			c.origs[f] = src
+		}
+		if m.File == c.File {
+			c.Complexity = max(c.Complexity, m.Complexity)
+		}
 	}
-	var edits []mutate.Edit
-	for _, e := range c.Edits() {
-		edits = append(edits, mutate.Edit{Offset: e.Offset, Old: e.Old, New: e.New})
+	var patch strings.Builder
+	for _, f := range c.Files() {
+		var edits []mutate.Edit
+		for _, e := range c.Edits(f) {
+			edits = append(edits, mutate.Edit{Offset: e.Offset, Old: e.Old, New: e.New})
+		}
+		_, p, err := mutate.Patch(f, c.origs[f], edits)
+		if err != nil {
+			return Mutant{}, fmt.Errorf("combine: %s: %w", f, err)
+		}
+		patch.WriteString(p)
 	}
-	_, patch, err := mutate.Patch(c.File, c.orig, edits)
-	if err != nil {
-		return Mutant{}, fmt.Errorf("combine: %w", err)
-	}
-	c.Patch = patch
+	c.Patch = patch.String()
 	return c, nil
 }
 
@@ -414,15 +434,21 @@ func (v *Validator) Batch(ctx context.Context, p *Package, ms []Mutant, emit fun
 			b.finish(i, Duplicate, "same normalized diff")
 			continue
 		}
-		if sf := p.src.files[m.File]; sf == nil {
-			b.finish(i, NonViable, "file not in the package")
-			continue
-		} else if name := sf.unusedImport(m.Edits()); name != "" {
-			b.finish(i, NonViable, "build: imported and not used: "+name)
+		if why := p.src.check(m); why != "" {
+			b.finish(i, NonViable, why)
 			continue
 		}
 		if p.Coverage != nil {
-			r.Covering = intersect(p.Coverage.Covering(path.Base(m.File), m.Line, m.EndLine), p.Stable)
+			var cov []string
+			for _, mu := range m.Mutations {
+				for _, t := range p.Coverage.Covering(path.Base(mu.File), mu.Line, mu.EndLine) {
+					if !slices.Contains(cov, t) {
+						cov = append(cov, t)
+					}
+				}
+			}
+			slices.Sort(cov)
+			r.Covering = intersect(cov, p.Stable)
 			if len(r.Covering) == 0 {
 				b.finish(i, Equivalent, "no test covers the mutated lines")
 				continue
@@ -472,9 +498,11 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 	var sc *schema
 	bin := ".frog/schema.test"
 	for attempt := 0; ; attempt++ {
-		muts := make([]schemaMutant, len(live))
-		for k, i := range live {
-			muts[k] = schemaMutant{id: i + 1, file: b.ms[i].File, edits: b.ms[i].Edits()}
+		var muts []schemaMutant
+		for _, i := range live {
+			for _, f := range b.ms[i].Files() {
+				muts = append(muts, schemaMutant{id: i + 1, file: f, edits: b.ms[i].Edits(f)})
+			}
 		}
 		var bad map[int]string
 		sc, bad = p.src.build(muts)
@@ -489,7 +517,7 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 		if err != nil {
 			return err
 		}
-		r, err := v.goCmd(ctx, "test", "-c", "-gcflags=-e", "-o", bin, "-overlay", ov, p.Rel)
+		r, err := v.goCmd(ctx, "test", "-c", "-vet=off", "-gcflags=-e", "-o", bin, "-overlay", ov, p.Rel)
 		if err != nil {
 			return fmt.Errorf("build schema of %s: %w", p.Rel, err)
 		}

@@ -69,8 +69,8 @@ func TestValidate(t *testing.T) {
 	ms := v.Mutants(p)
 	nilErr := find(t, ms, "nil-error", "Sqrt", "errNegative -> nil")
 	broken := nilErr
-	off := strings.Index(string(nilErr.orig), "return r, nil")
-	broken.Mutations = []synth.Mutation{{Op: "test", Edits: []synth.Edit{{Offset: off, Old: "return r, nil", New: "return r, nil, nil"}}}}
+	off := strings.Index(string(nilErr.origs[nilErr.File]), "return r, nil")
+	broken.Mutations = []synth.Mutation{{Op: "test", File: nilErr.File, Line: nilErr.Line, EndLine: nilErr.EndLine, Edits: []synth.Edit{{Offset: off, Old: "return r, nil", New: "return r, nil, nil"}}}}
 	broken.Patch += "\n+broken"
 
 	tests := []struct {

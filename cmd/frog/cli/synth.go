@@ -63,8 +63,9 @@ each holding copies of the modules. Per package, the baseline runs twice
 mutants are compiled in batches into one test binary (a mutant schema: every
 mutated function gets a copy, chosen at run time), vetted once per batch,
 and run with only the tests that cover them. Single mutants come first;
-then combinations of k = 2 or 3 of those the tests caught, in one function
-or one file (--combos per caught mutant).
+then combinations of k = 2 or 3 of those the tests caught, in one function,
+one file or one package (--combos per caught mutant). Tests slower than
+--max-test-time in the baseline are left out.
 
 At the end synth prints the yield per operator family and per module: mutants
 tried, non-viable, equivalent, timed out, duplicate and valid.`,

@@ -56,11 +56,12 @@ type Features struct {
 	Complexity int `json:"complexity"`
 	// FailToPass is the number of FAIL_TO_PASS tests.
 	FailToPass int `json:"fail_to_pass"`
-	// PointsAtLine says whether the failing tests' output names the
-	// mutated line.
+	// PointsAtLine says whether the failing tests' output names a mutated
+	// line (of any of the mutations).
 	PointsAtLine bool `json:"points_at_line"`
 	// OchiaiRank is the rank (1 = most suspicious) of the mutated block
-	// among covered blocks by Ochiai score; 0 when unknown.
+	// among covered blocks by Ochiai score (the best among the mutations);
+	// 0 when unknown.
 	OchiaiRank int `json:"ochiai_rank,omitempty"`
 	// PackageLines is the number of lines of non-test Go in the package.
 	PackageLines int `json:"package_lines,omitempty"`

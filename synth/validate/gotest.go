@@ -40,6 +40,9 @@ type testRun struct {
 	// text is the output that belongs to no test: build errors, a
 	// package's own FAIL lines.
 	text string
+	// died: the test binary exited non-zero with no test failed (os.Exit,
+	// a crash outside any test).
+	died bool
 }
 
 func parseTestJSON(r runResult) testRun {
@@ -125,8 +128,10 @@ func regexpQuote(s string) string {
 // parseChatty reads the output of a test binary run with
 // -test.v=test2json: framing lines start with ^V ("=== RUN   TestX",
 // "--- FAIL: TestX (0.00s)"), everything else is output of the test named
-// last. A top-level test that started and has no verdict when the binary
-// exited non-zero (a panic, os.Exit) failed.
+// last. Only a verdict counts: when a test panics, the testing package
+// reports it failed and the binary dies; tests paused beside it (t.Parallel)
+// never finish and are neither passed nor failed, as go test reports them.
+// died says that the binary exited non-zero with no test failed.
 func parseChatty(r runResult) testRun {
 	tr := testRun{output: map[string]string{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true}
 	outs := map[string]*strings.Builder{}
@@ -184,10 +189,11 @@ func parseChatty(r runResult) testRun {
 		switch {
 		case ok && pass:
 			tr.passed = append(tr.passed, t)
-		case ok, r.exit != 0:
+		case ok:
 			tr.failed = append(tr.failed, t)
 		}
 	}
+	tr.died = r.exit != 0 && len(tr.failed) == 0 && !tr.timedOut
 	for _, t := range tr.failed {
 		if b := outs[t]; b != nil {
 			tr.output[t] = b.String()

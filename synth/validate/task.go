@@ -76,7 +76,9 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			K:            len(m.Mutations),
 			Complexity:   m.Complexity,
 			FailToPass:   len(res.FailToPass),
-			PointsAtLine: pointsAt(res.FailureOutput, path.Base(m.File), m.Line, m.EndLine),
+			PointsAtLine: slices.ContainsFunc(m.Mutations, func(mu synth.Mutation) bool {
+				return pointsAt(res.FailureOutput, path.Base(mu.File), mu.Line, mu.EndLine)
+			}),
 			PackageLines: m.PackageLines,
 		},
 		Validation: synth.Validation{
@@ -92,7 +94,12 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 		rec.Family = m.Mutations[0].Family
 	}
 	if p.Coverage != nil {
-		rec.Features.OchiaiRank = p.Coverage.OchiaiRank(path.Base(m.File), m.Line, m.EndLine, res.FailToPass, res.PassToPass)
+		for _, mu := range m.Mutations { // the most suspicious injected block
+			r := p.Coverage.OchiaiRank(path.Base(mu.File), mu.Line, mu.EndLine, res.FailToPass, res.PassToPass)
+			if r > 0 && (rec.Features.OchiaiRank == 0 || r < rec.Features.OchiaiRank) {
+				rec.Features.OchiaiRank = r
+			}
+		}
 		rec.CoverageBlocks, rec.Coverage = p.Coverage.Compact(slices.Concat(res.FailToPass, res.PassToPass))
 	}
 	return rec

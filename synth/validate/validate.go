@@ -641,6 +641,10 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 		b.finish(i, TimedOut, "tests ran past the timeout")
 		return nil
 	}
+	if first.died {
+		b.finish(i, NonViable, "the test binary died with no test failed: "+firstLines(first.raw, 3))
+		return nil
+	}
 	if len(first.failed) == 0 {
 		b.finish(i, Equivalent, "every test passes")
 		return nil
@@ -652,6 +656,10 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	}
 	if second.timedOut {
 		b.finish(i, TimedOut, "tests ran past the timeout")
+		return nil
+	}
+	if second.died {
+		b.finish(i, NonViable, "the test binary died with no test failed: "+firstLines(second.raw, 3))
 		return nil
 	}
 	if !slices.Equal(intersect(second.failed, tests), first.failed) {

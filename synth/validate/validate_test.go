@@ -178,3 +178,19 @@ func TestBatchAgreesWithOneByOne(t *testing.T) {
 	}
 	t.Logf("%d mutants, %d valid; batch counters %+v", len(ms), valid, v.Counters())
 }
+
+func TestParseChatty(t *testing.T) {
+	out := "\x16=== RUN   TestA\n\x16--- PASS: TestA (0.00s)\n\x16=== RUN   TestP\n\x16=== PAUSE TestP\n" +
+		"\x16=== RUN   TestB\n    b_test.go:3: boom\n\x16--- FAIL: TestB (0.00s)\npanic: boom [recovered]\n"
+	got := parseChatty(runResult{exit: 2, out: []byte(out)})
+	if !cmp.Equal(got.passed, []string{"TestA"}) || !cmp.Equal(got.failed, []string{"TestB"}) || got.died {
+		t.Errorf("a panic beside a paused test: passed %v, failed %v, died %v; want [TestA], [TestB], false", got.passed, got.failed, got.died)
+	}
+	if !strings.Contains(got.output["TestB"], "panic: boom") {
+		t.Errorf("TestB's output lacks the panic: %q", got.output["TestB"])
+	}
+	exit := parseChatty(runResult{exit: 1, out: []byte("\x16=== RUN   TestA\nexit\n")})
+	if len(exit.failed) != 0 || !exit.died {
+		t.Errorf("os.Exit in a test: failed %v, died %v; want none, true", exit.failed, exit.died)
+	}
+}

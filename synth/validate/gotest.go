@@ -43,6 +43,11 @@ type testRun struct {
 	// died: the test binary exited non-zero with no test failed (os.Exit,
 	// a crash outside any test).
 	died bool
+	// unfinished: some top-level test started and got no verdict (the
+	// binary died under it); parallel names the top-level tests that
+	// paused for t.Parallel (test binary runs only).
+	unfinished bool
+	parallel   map[string]bool
 }
 
 func parseTestJSON(r runResult) testRun {
@@ -133,7 +138,7 @@ func regexpQuote(s string) string {
 // never finish and are neither passed nor failed, as go test reports them.
 // died says that the binary exited non-zero with no test failed.
 func parseChatty(r runResult) testRun {
-	tr := testRun{output: map[string]string{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true}
+	tr := testRun{output: map[string]string{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true, parallel: map[string]bool{}}
 	outs := map[string]*strings.Builder{}
 	started := map[string]bool{}
 	var order []string
@@ -155,6 +160,9 @@ func parseChatty(r runResult) testRun {
 				if len(f) >= 3 && f[1] == "RUN" && !strings.Contains(cur, "/") && !started[cur] {
 					started[cur] = true
 					order = append(order, cur)
+				}
+				if len(f) >= 3 && f[1] == "PAUSE" && !strings.Contains(cur, "/") {
+					tr.parallel[cur] = true
 				}
 			case strings.HasPrefix(rest, "--- "):
 				// "--- PASS: Name (0.00s)"
@@ -191,6 +199,8 @@ func parseChatty(r runResult) testRun {
 			tr.passed = append(tr.passed, t)
 		case ok:
 			tr.failed = append(tr.failed, t)
+		default:
+			tr.unfinished = true
 		}
 	}
 	tr.died = r.exit != 0 && len(tr.failed) == 0 && !tr.timedOut
@@ -202,4 +212,18 @@ func parseChatty(r runResult) testRun {
 	sort.Strings(tr.passed)
 	sort.Strings(tr.failed)
 	return tr
+}
+
+// crashed reports that the test binary died under its tests: a test
+// panicked (which kills the binary), or a test never got a verdict.
+func (tr testRun) crashed() bool {
+	if tr.unfinished {
+		return true
+	}
+	for _, t := range tr.failed {
+		if strings.Contains(tr.output[t], "\npanic: ") || strings.HasPrefix(tr.output[t], "panic: ") {
+			return true
+		}
+	}
+	return false
 }

@@ -620,7 +620,8 @@ func (b *batch) split(ctx context.Context, live []int, why string) error {
 }
 
 // one runs mutant i of schema sc: the tests covering it, then, when some
-// fail, every usable test to confirm the verdict and find PASS_TO_PASS.
+// fail, every usable test to confirm the verdict and find PASS_TO_PASS,
+// then the task's own tests (FAIL_TO_PASS and PASS_TO_PASS) once more.
 func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable []string, timeout, baseline time.Duration) error {
 	r := &b.res[i]
 	r.Timeout, r.Baseline = timeout, baseline
@@ -668,6 +669,34 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	}
 	r.FailToPass = second.failed
 	r.PassToPass = intersect(second.passed, usable)
+	if len(r.PassToPass) == 0 {
+		b.finish(i, NonViable, "no PASS_TO_PASS test")
+		return nil
+	}
+	// The task's own test set, as its test command will run it: when a
+	// failing test panics, the tests after it never run, so PASS_TO_PASS
+	// keeps those that pass here.
+	third, err := b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, slices.Concat(r.FailToPass, r.PassToPass))
+	r.Runs++
+	if err != nil {
+		return err
+	}
+	if third.timedOut || !slices.Equal(third.failed, r.FailToPass) {
+		b.finish(i, NonViable, "verdict does not repeat with the task's tests")
+		return nil
+	}
+	r.PassToPass = intersect(r.PassToPass, third.passed)
+	if third.crashed() {
+		// The binary died under the tests: which parallel tests had
+		// finished, or failed, by then is a race, so none of them is kept.
+		par := func(t string) bool { return third.parallel[t] }
+		r.FailToPass = slices.DeleteFunc(slices.Clone(r.FailToPass), par)
+		r.PassToPass = slices.DeleteFunc(r.PassToPass, par)
+		if len(r.FailToPass) == 0 {
+			b.finish(i, NonViable, "only parallel tests fail, and the binary dies")
+			return nil
+		}
+	}
 	if len(r.PassToPass) == 0 {
 		b.finish(i, NonViable, "no PASS_TO_PASS test")
 		return nil

@@ -183,6 +183,9 @@ func TestParseChatty(t *testing.T) {
 	out := "\x16=== RUN   TestA\n\x16--- PASS: TestA (0.00s)\n\x16=== RUN   TestP\n\x16=== PAUSE TestP\n" +
 		"\x16=== RUN   TestB\n    b_test.go:3: boom\n\x16--- FAIL: TestB (0.00s)\npanic: boom [recovered]\n"
 	got := parseChatty(runResult{exit: 2, out: []byte(out)})
+	if !got.unfinished || !got.parallel["TestP"] || got.parallel["TestA"] {
+		t.Errorf("unfinished %v, parallel %v: want true, only TestP", got.unfinished, got.parallel)
+	}
 	if !cmp.Equal(got.passed, []string{"TestA"}) || !cmp.Equal(got.failed, []string{"TestB"}) || got.died {
 		t.Errorf("a panic beside a paused test: passed %v, failed %v, died %v; want [TestA], [TestB], false", got.passed, got.failed, got.died)
 	}

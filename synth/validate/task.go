@@ -73,9 +73,9 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 		Package:   path.Join(repo, strings.TrimPrefix(p.Rel, "./")),
 		Mutations: m.Mutations,
 		Features: synth.Features{
-			K:            len(m.Mutations),
-			Complexity:   m.Complexity,
-			FailToPass:   len(res.FailToPass),
+			K:          len(m.Mutations),
+			Complexity: m.Complexity,
+			FailToPass: len(res.FailToPass),
 			PointsAtLine: slices.ContainsFunc(m.Mutations, func(mu synth.Mutation) bool {
 				return pointsAt(res.FailureOutput, path.Base(mu.File), mu.Line, mu.EndLine)
 			}),

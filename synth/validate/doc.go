@@ -1,21 +1,29 @@
 // Package validate decides whether a mutant of a real Go package makes a
-// usable bug-fix task, by running the package's own tests.
+// usable bug-fix task, by running the package's own tests in an
+// env.Sandbox (the process or the Docker backend).
 //
-// It takes the fast path that needs no sandbox and no copy of the tree: the
-// mutant is written to a temporary file and laid over the original with
-// `go test -overlay`, run from the module's directory. Prepare measures a
+// A Validator holds a copy of one module in its sandbox. Prepare measures a
 // package once: its tests must pass twice (tests that pass only once are
-// flaky and excluded), the slowest run sets the timeout (3x by default), and
-// a per-test coverage map (`go test -c -cover`, then one
-// `-test.run '^TestX$' -test.coverprofile` per test) says which tests reach
-// which lines. Validate then applies SWE-smith's rule to one mutant: it must
-// build and vet; among the tests that cover the mutated lines at least one
-// fails (FAIL_TO_PASS); a second run of every stable test repeats that
-// verdict and finds at least one test that still passes (PASS_TO_PASS).
-// Mutants are deduplicated by a hash of their normalized diff and by
-// (function, FAIL_TO_PASS set), and every verdict is counted.
+// flaky, tests slower than Config.MaxTestTime are slow: both are left out),
+// go vet says whether mutants will be vetted, and a per-test coverage map
+// (`go test -c -cover`, then one `-test.run '^TestX$' -test.coverprofile`
+// per test) says which tests reach which lines.
 //
-// A Validator may be used from several goroutines; each Validate call runs
-// its go commands synchronously, and kills them (with their process group)
-// when ctx is cancelled.
+// Batch then judges mutants. Duplicates (by normalized-diff hash), mutants
+// no test covers and mutants that leave an import unused are settled first.
+// The rest are compiled, up to Config.BatchSize at a time, into one test
+// binary, a mutant schema (schema.go): every touched function gets a
+// mutated copy chosen at run time by FROG_MUTANT, laid over the package
+// with `go test -c -overlay`. Build errors and vet findings are attributed
+// to the mutants whose copies they are in. Each mutant then runs the tests
+// that cover it; when some fail, every usable test runs again to repeat the
+// verdict and find PASS_TO_PASS, and the task's own tests run a third time
+// as its test command will. Duplicates by (function, FAIL_TO_PASS set) are
+// dropped last, and every verdict is counted.
+//
+// Checker re-validates stored tasks without schemata, the way an episode
+// sees them: the mutant files written in place, go test, the gold patch.
+//
+// A Validator is used by one goroutine at a time (its sandbox's rule); run
+// several, each with its own sandbox, to validate concurrently.
 package validate

@@ -174,7 +174,6 @@ func New(mods []Module, cfg Config, log zerolog.Logger) (*Synthesizer, error) {
 			s.log.Warn().Err(err).Str("module", m.String()).Msg("module skipped")
 			continue
 		}
-		st.stats.Packages = len(pkgs)
 		var js []*job
 		for _, rel := range pkgs {
 			if len(cfg.Packages) > 0 && !slices.Contains(cfg.Packages, rel) {

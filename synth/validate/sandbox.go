@@ -141,8 +141,7 @@ func (v *Validator) runTests(ctx context.Context, rel, bin string, mutant int, t
 // file that puts them in place of the originals, and returns the overlay
 // file's path (module-relative, as are the paths in it).
 func (v *Validator) writeOverlay(ctx context.Context, sc *schema) (string, error) {
-	v.batch++
-	dir := fmt.Sprintf(".frog/ov%d", v.batch)
+	const dir = ".frog/ov" // one schema at a time: each overwrites the last
 	replace := map[string]string{}
 	for rel, data := range sc.files {
 		dst := path.Join(dir, rel)

@@ -137,7 +137,6 @@ type Validator struct {
 	log zerolog.Logger
 
 	copied bool
-	batch  int // batches built, for file names
 
 	mu       sync.Mutex
 	counters Counters
@@ -205,9 +204,6 @@ type Package struct {
 
 	src *pkgSource
 }
-
-// Lines is the number of lines of non-test Go in the package.
-func (p *Package) Lines() int { return p.src.lines }
 
 // Prepare runs a package's tests twice, excludes flaky ones and computes
 // the coverage map. rel is the package directory relative to the module
@@ -496,6 +492,7 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 	live := slices.Clone(idx)
 	t0 := v.now()
 	var sc *schema
+	var ov string // the overlay of sc
 	bin := ".frog/schema.test"
 	for attempt := 0; ; attempt++ {
 		var muts []schemaMutant
@@ -513,8 +510,8 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 		if len(bad) > 0 {
 			continue // rebuild without them
 		}
-		ov, err := v.writeOverlay(ctx, sc)
-		if err != nil {
+		var err error
+		if ov, err = v.writeOverlay(ctx, sc); err != nil {
 			return err
 		}
 		r, err := v.goCmd(ctx, "test", "-c", "-vet=off", "-gcflags=-e", "-o", bin, "-overlay", ov, p.Rel)
@@ -535,10 +532,6 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 	}
 	t1 := v.now()
 	if p.VetClean {
-		ov, err := v.writeOverlay(ctx, sc)
-		if err != nil {
-			return err
-		}
 		r, err := v.goCmd(ctx, "vet", "-overlay", ov, p.Rel)
 		if err != nil {
 			return fmt.Errorf("vet schema of %s: %w", p.Rel, err)
@@ -605,6 +598,20 @@ func (b *batch) drop(live []int, blamed map[int]string, prefix string) []int {
 	return out
 }
 
+// settled finishes mutant i when run already decides it (the tests timed
+// out, or the binary died with no test failed) and reports whether it did.
+func (b *batch) settled(i int, run testRun) bool {
+	switch {
+	case run.timedOut:
+		b.finish(i, TimedOut, "tests ran past the timeout")
+	case run.died:
+		b.finish(i, NonViable, "the test binary died with no test failed: "+firstLines(run.raw, 3))
+	default:
+		return false
+	}
+	return true
+}
+
 // split validates the two halves of live separately; a single mutant is
 // non-viable for reason why.
 func (b *batch) split(ctx context.Context, live []int, why string) error {
@@ -633,35 +640,21 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 			return nil
 		}
 	}
-	first, err := b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, tests)
-	r.Runs++
-	if err != nil {
+	run := func(tests []string) (testRun, error) {
+		r.Runs++
+		return b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, tests)
+	}
+	first, err := run(tests)
+	if err != nil || b.settled(i, first) {
 		return err
-	}
-	if first.timedOut {
-		b.finish(i, TimedOut, "tests ran past the timeout")
-		return nil
-	}
-	if first.died {
-		b.finish(i, NonViable, "the test binary died with no test failed: "+firstLines(first.raw, 3))
-		return nil
 	}
 	if len(first.failed) == 0 {
 		b.finish(i, Equivalent, "every test passes")
 		return nil
 	}
-	second, err := b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, usable)
-	r.Runs++
-	if err != nil {
+	second, err := run(usable)
+	if err != nil || b.settled(i, second) {
 		return err
-	}
-	if second.timedOut {
-		b.finish(i, TimedOut, "tests ran past the timeout")
-		return nil
-	}
-	if second.died {
-		b.finish(i, NonViable, "the test binary died with no test failed: "+firstLines(second.raw, 3))
-		return nil
 	}
 	if !slices.Equal(intersect(second.failed, tests), first.failed) {
 		b.finish(i, NonViable, "verdict does not repeat")
@@ -676,8 +669,7 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	// The task's own test set, as its test command will run it: when a
 	// failing test panics, the tests after it never run, so PASS_TO_PASS
 	// keeps those that pass here.
-	third, err := b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, slices.Concat(r.FailToPass, r.PassToPass))
-	r.Runs++
+	third, err := run(slices.Concat(r.FailToPass, r.PassToPass))
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -39,12 +38,11 @@ version into bin/.`,
 			if err != nil {
 				return err
 			}
-			if work == "" {
-				if work, err = os.MkdirTemp("", "frog-bench-synth-"); err != nil {
-					return err
-				}
-				defer os.RemoveAll(work)
+			work, cleanup, err := workDir(work, "frog-bench-synth-")
+			if err != nil {
+				return err
 			}
+			defer cleanup()
 			m, err := source.Open(ctx, spec, work)
 			if err != nil {
 				return err

@@ -44,37 +44,53 @@ func (s *sandboxOptions) validate() error {
 	return nil
 }
 
-// sandboxFactories make the backends; each returns the provider and what
-// must be called to release it. Backends are wired here and nowhere else.
-var sandboxFactories = map[string]func(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Provider, func(), error){
-	"sim": func(_ context.Context, o *simOptions, _ zerolog.Logger) (env.Provider, func(), error) {
-		cfg := envsim.DefaultConfig()
-		cfg.Seed, cfg.TimeScale, cfg.FaultRate = o.Seed, o.TimeScale, o.FaultRate
-		p, err := envsim.New(cfg)
-		return p, func() {}, err
-	},
-	"docker":  openDocker,
-	"process": openProcess,
-	"auto": func(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Provider, func(), error) {
-		p, release, err := openDocker(ctx, o, log)
-		if errors.Is(err, docker.ErrNoDaemon) {
-			log.Warn().Err(err).Msg("no Docker daemon answers; falling back to process sandboxes")
-			return openProcess(ctx, o, log)
-		}
-		return p, release, err
-	},
+// sandboxSpec is what a sandbox backend is opened with: the flags, the
+// run's name (containers are labelled with it), how many sandboxes may be
+// open at once, and for the simulated backend its seed and model.
+type sandboxSpec struct {
+	sandboxOptions
+	Run         string
+	Concurrency int
+	Seed        uint64
+	TimeScale   float64
+	FaultRate   float64
 }
 
-func openDocker(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Provider, func(), error) {
+// openSandboxes opens the backend spec.Kind names; it returns the provider
+// and what must be called to release it. Backends are wired here and
+// nowhere else.
+func openSandboxes(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (env.Provider, func(), error) {
+	switch spec.Kind {
+	case "sim":
+		cfg := envsim.DefaultConfig()
+		cfg.Seed, cfg.TimeScale, cfg.FaultRate = spec.Seed, spec.TimeScale, spec.FaultRate
+		p, err := envsim.New(cfg)
+		return p, func() {}, err
+	case "docker":
+		return openDocker(ctx, spec, log)
+	case "process":
+		return openProcess(log)
+	case "auto":
+		p, release, err := openDocker(ctx, spec, log)
+		if errors.Is(err, docker.ErrNoDaemon) {
+			log.Warn().Err(err).Msg("no Docker daemon answers; falling back to process sandboxes")
+			return openProcess(log)
+		}
+		return p, release, err
+	}
+	return nil, nil, fmt.Errorf("unknown sandbox backend %q", spec.Kind)
+}
+
+func openDocker(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (env.Provider, func(), error) {
 	cli, err := docker.NewClient(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	cfg := docker.DefaultConfig()
-	cfg.Run = o.Name
-	cfg.PoolSize = min(o.Sandbox.Pool, o.Run.Concurrency)
-	if o.Sandbox.Image != "" {
-		cfg.Image = o.Sandbox.Image
+	cfg.Run = spec.Run
+	cfg.PoolSize = min(spec.Pool, spec.Concurrency)
+	if spec.Image != "" {
+		cfg.Image = spec.Image
 	} else {
 		log.Info().Str("image", docker.DefaultImage).Msg("ensuring the sandbox image")
 		if cfg.Image, err = docker.EnsureImage(ctx, cli, docker.BuildOptions{}); err != nil {
@@ -95,10 +111,10 @@ func openDocker(ctx context.Context, o *simOptions, log zerolog.Logger) (env.Pro
 		}
 		cli.Close()
 	}
-	return env.Limit(p, o.Run.Concurrency), release, nil
+	return env.Limit(p, spec.Concurrency), release, nil
 }
 
-func openProcess(_ context.Context, _ *simOptions, log zerolog.Logger) (env.Provider, func(), error) {
+func openProcess(log zerolog.Logger) (env.Provider, func(), error) {
 	p, err := process.New(process.DefaultConfig(), log.With().Str("component", "process").Logger())
 	if err != nil {
 		return nil, nil, err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -175,7 +174,10 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	o.Run.Run = o.Name
 	log = log.With().Str("run", o.Name).Logger()
 
-	prov, release, err := sandboxFactories[o.Sandbox.Kind](ctx, o, log)
+	prov, release, err := openSandboxes(ctx, sandboxSpec{
+		sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency,
+		Seed: o.Seed, TimeScale: o.TimeScale, FaultRate: o.FaultRate,
+	}, log)
 	if err != nil {
 		return fmt.Errorf("sandbox %s: %w", o.Sandbox.Kind, err)
 	}
@@ -297,34 +299,28 @@ func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.So
 	case "sim":
 		return synthsim.New(o.Seed, o.TaskSpread), func() {}, nil
 	case "synth":
-		work, err := os.MkdirTemp("", "frog-sim-synth-")
+		work, cleanup, err := workDir("", "frog-sim-synth-")
 		if err != nil {
 			return nil, nil, err
 		}
-		var mods []source.Module
-		for _, spec := range source.Default {
-			m, err := source.Open(ctx, spec, work)
-			if err != nil {
-				log.Warn().Err(err).Str("source", spec).Msg("source skipped")
-				continue
-			}
-			mods = append(mods, m)
+		mods, _, err := openSources(ctx, source.Default, work, log)
+		var prov *process.Provider
+		if err == nil {
+			prov, err = process.New(process.DefaultConfig(), log)
 		}
-		prov, err := process.New(process.DefaultConfig(), log)
-		if err != nil {
-			os.RemoveAll(work)
-			return nil, nil, err
+		var s *source.Synthesizer
+		if err == nil {
+			s, err = source.New(mods, source.Config{Seed: o.Seed, Provider: prov}, log)
 		}
-		s, err := source.New(mods, source.Config{Seed: o.Seed, Provider: prov}, log)
 		if err != nil {
-			os.RemoveAll(work)
+			cleanup()
 			return nil, nil, err
 		}
 		return s, func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			s.Close(ctx)
-			os.RemoveAll(work)
+			cleanup()
 		}, nil
 	}
 	recs, err := store.Load(o.Tasks)

@@ -130,11 +130,6 @@ type synthReport struct {
 	Version        string          `json:"frog_version"`
 }
 
-type skippedSource struct {
-	Source string `json:"source"`
-	Error  string `json:"error"`
-}
-
 func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	log, err := g.logger()
 	if err != nil {
@@ -145,34 +140,24 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	if len(specs) == 0 {
 		specs = source.Default
 	}
-	work := o.WorkDir
-	if work == "" {
-		if work, err = os.MkdirTemp("", "frog-synth-"); err != nil {
-			return fmt.Errorf("work dir: %w", err)
-		}
-		defer os.RemoveAll(work)
+	work, cleanup, err := workDir(o.WorkDir, "frog-synth-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	rep := synthReport{Out: o.Out, Config: *o, Version: version()}
-	var mods []source.Module
-	for _, spec := range specs {
-		m, err := source.Open(ctx, spec, work)
-		if ctx.Err() != nil {
-			return ErrInterrupted
-		}
-		if err != nil {
-			log.Warn().Err(err).Str("source", spec).Msg("source skipped")
-			rep.SkippedSources = append(rep.SkippedSources, skippedSource{spec, err.Error()})
-			continue
-		}
-		log.Debug().Str("module", m.String()).Str("dir", m.Dir).Msg("source ready")
-		mods = append(mods, m)
+	mods, skipped, err := openSources(ctx, specs, work, log)
+	if err != nil {
+		return err
 	}
+	rep.SkippedSources = skipped
 	if len(mods) == 0 {
 		return fmt.Errorf("no usable source among %d", len(specs))
 	}
-	so := &simOptions{Name: fmt.Sprintf("synth-%d", os.Getpid()), Sandbox: sandboxOptions{Kind: o.Sandbox, Image: o.Image}}
-	so.Run.Concurrency = o.Workers
-	prov, release, err := sandboxFactories[o.Sandbox](ctx, so, log)
+	prov, release, err := openSandboxes(ctx, sandboxSpec{
+		sandboxOptions: sandboxOptions{Kind: o.Sandbox, Image: o.Image},
+		Run:            fmt.Sprintf("synth-%d", os.Getpid()), Concurrency: o.Workers,
+	}, log)
 	if err != nil {
 		return fmt.Errorf("sandboxes: %w", err)
 	}

@@ -73,12 +73,11 @@ repo@version, or taken from a --source directory whose module path matches
 				rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 				recs = recs[:sample]
 			}
-			if work == "" {
-				if work, err = os.MkdirTemp("", "frog-verify-"); err != nil {
-					return err
-				}
-				defer os.RemoveAll(work)
+			work, cleanup, err := workDir(work, "frog-verify-")
+			if err != nil {
+				return err
 			}
+			defer cleanup()
 			local := map[string]source.Module{}
 			for _, s := range sources {
 				m, err := source.Open(ctx, s, work)
@@ -87,14 +86,13 @@ repo@version, or taken from a --source directory whose module path matches
 				}
 				local[m.Path] = m
 			}
-			so := &simOptions{Name: fmt.Sprintf("verify-%d", os.Getpid()), Sandbox: sandboxOptions{Kind: sandbox}}
-			so.Run.Concurrency = 1
-			prov, release, err := sandboxFactories[sandbox](ctx, so, log)
+			run := fmt.Sprintf("verify-%d", os.Getpid())
+			prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: sandbox}, Run: run, Concurrency: 1}, log)
 			if err != nil {
 				return fmt.Errorf("sandboxes: %w", err)
 			}
 			defer release()
-			sb, err := prov.Open(ctx, env.OpenOptions{Run: so.Name})
+			sb, err := prov.Open(ctx, env.OpenOptions{Run: run})
 			if err != nil {
 				return err
 			}

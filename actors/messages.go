@@ -131,7 +131,4 @@ type runDone struct {
 type flushBatch struct{ gen uint64 }
 
 // batchDone tells the policy server that an inference batch finished.
-type batchDone struct {
-	n      int
-	failed bool
-}
+type batchDone struct{}

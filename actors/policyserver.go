@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -50,6 +51,9 @@ type policyServer struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	st        PolicyServerStats
+	// errors counts failed batches. The worker counts before it answers, so
+	// an episode that saw the error never finds it missing from the stats.
+	errors atomic.Int64
 }
 
 func (s *policyServer) Receive(ctx actor.Context) {
@@ -76,9 +80,6 @@ func (s *policyServer) Receive(ctx actor.Context) {
 		}
 	case *batchDone:
 		s.inflight--
-		if m.failed {
-			s.st.Errors++
-		}
 		switch {
 		case len(s.queued) > 0:
 			b := s.queued[0]
@@ -93,6 +94,7 @@ func (s *policyServer) Receive(ctx actor.Context) {
 		}
 	case *GetStats:
 		st := s.st
+		st.Errors = s.errors.Load()
 		if st.Batches > 0 {
 			st.MeanBatch = float64(st.Requests) / float64(st.Batches)
 		}
@@ -138,6 +140,9 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 		}
 		acts := make([]env.Action, len(batch))
 		err := actSafely(ictx, pol, obs, acts)
+		if err != nil {
+			s.errors.Add(1)
+		}
 		deliver := func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := batch[i]
@@ -161,7 +166,7 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 			}
 			wg.Wait()
 		}
-		root.Send(self, &batchDone{n: len(batch), failed: err != nil})
+		root.Send(self, &batchDone{})
 	}()
 }
 

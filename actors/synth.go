@@ -33,9 +33,12 @@ type synthesizer struct {
 	st       SynthStats
 }
 
+// synthFinished carries a worker's answer back through the actor, which
+// counts it before passing it on: the requester never sees tasks that the
+// synthesizer's stats do not yet include.
 type synthFinished struct {
-	n      int
-	failed bool
+	req *SynthRequest
+	res *SynthTasks
 }
 
 func (s *synthesizer) Receive(ctx actor.Context) {
@@ -51,10 +54,11 @@ func (s *synthesizer) Receive(ctx actor.Context) {
 		s.launch(ctx, m)
 	case *synthFinished:
 		s.inflight--
-		s.st.Tasks += int64(m.n)
-		if m.failed {
+		s.st.Tasks += int64(len(m.res.Tasks))
+		if m.res.Err != nil {
 			s.st.Errors++
 		}
+		ctx.Send(m.req.ReplyTo, m.res)
 		if len(s.queued) > 0 {
 			next := s.queued[0]
 			s.queued = s.queued[1:]
@@ -77,7 +81,6 @@ func (s *synthesizer) launch(ctx actor.Context, m *SynthRequest) {
 	go func() {
 		defer s.runners.Done()
 		tasks, err := src.Tasks(sctx, m.K, m.Difficulty)
-		root.Send(m.ReplyTo, &SynthTasks{Tasks: tasks, Err: err})
-		root.Send(self, &synthFinished{n: len(tasks), failed: err != nil})
+		root.Send(self, &synthFinished{req: m, res: &SynthTasks{Tasks: tasks, Err: err}})
 	}()
 }

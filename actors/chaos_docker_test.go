@@ -2,11 +2,7 @@ package actors
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	mrand "math/rand/v2"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -15,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/env/docker"
+	"github.com/frognano/frog/env/docker/dockertest"
 	"github.com/frognano/frog/env/envtest"
 )
 
@@ -41,40 +36,12 @@ func TestChaosDocker(t *testing.T) {
 		killShare   = 0.2
 	)
 	dockerCLI(t)
+	run := dockertest.RunName(t)
+	dcfg := docker.DefaultConfig()
+	dcfg.Run, dcfg.PoolSize = run, 8
+	prov := dockertest.Provider(t, dcfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cli, err := docker.NewClient(ctx)
-	if err != nil {
-		envtest.Unavailable(t, "no Docker daemon answers", err)
-	}
-	defer cli.Close()
-	img, err := docker.EnsureImage(ctx, cli, docker.BuildOptions{})
-	if err != nil {
-		t.Fatalf("sandbox image: %v", err)
-	}
-	run := chaosRun()
-	dcfg := docker.DefaultConfig()
-	dcfg.Image, dcfg.Run, dcfg.PoolSize = img, run, 8
-	prov, err := docker.New(ctx, cli, dcfg, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("docker provider: %v", err)
-	}
-	defer func() {
-		// Whatever happened, leave nothing on the daemon (after the
-		// provider's Close, deferred below, which the test checks).
-		exec.Command("sh", "-c", "docker ps -aq --filter label=frog.run="+run+" | xargs -r docker rm -f").Run()
-	}()
-	closed := false
-	closeProvider := func() {
-		if closed {
-			return
-		}
-		closed = true
-		if err := prov.Close(context.Background()); err != nil {
-			t.Errorf("close provider: %v", err)
-		}
-	}
-	defer closeProvider()
 
 	deps, _, _ := simDeps(t, simSetup{seed: 13})
 	clock := &opClock{think: 300 * time.Millisecond, last: map[[2]uint64]time.Time{}}
@@ -98,7 +65,10 @@ func TestChaosDocker(t *testing.T) {
 	elapsed := time.Since(start)
 	stopKiller()
 	<-killerDone
-	closeProvider()
+	// Close before the checks: what the provider leaves is checked below.
+	if err := prov.Close(context.Background()); err != nil {
+		t.Errorf("close provider: %v", err)
+	}
 	if runErr != nil {
 		t.Fatalf("run: %v", runErr)
 	}
@@ -178,12 +148,6 @@ func dockerCLI(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		envtest.Unavailable(t, "no docker command", err)
 	}
-}
-
-func chaosRun() string {
-	b := make([]byte, 3)
-	rand.Read(b)
-	return fmt.Sprintf("test-chaos-%d-%s", os.Getpid(), hex.EncodeToString(b))
 }
 
 // dockerPS lists every container, running or not, labelled with run.

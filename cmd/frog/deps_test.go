@@ -62,9 +62,12 @@ func allowed(pkg, top, dep, depTop string) bool {
 	rank := map[string]int{"cmd": 4, "actors": 3, "policy": 2, "synth": 2, "env": 1, "cuda": 0}
 	if top == depTop {
 		// Within env, backends (env/docker, env/process, env/sim) never
-		// import each other; env/envtest and tests may use any.
+		// import each other; env/envtest and tests may use any. A backend's
+		// test helpers (env/docker/dockertest) may use it and env/envtest.
 		if top == "env" && pkg != "env" && dep != "env" && !strings.HasPrefix(pkg, "env/envtest") {
-			return strings.HasPrefix(dep, pkg+"/") // a backend's own internals
+			helper := strings.HasSuffix(pkg, "test")
+			return strings.HasPrefix(dep, pkg+"/") || // a backend's own internals
+				helper && (strings.HasPrefix(pkg, dep+"/") || strings.HasPrefix(dep, "env/envtest"))
 		}
 		return true
 	}

@@ -3,9 +3,6 @@ package source
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -15,7 +12,7 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/env/docker"
-	"github.com/frognano/frog/env/envtest"
+	"github.com/frognano/frog/env/docker/dockertest"
 	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/store"
@@ -103,30 +100,9 @@ func TestStoredTasksRecheckInProcessSandbox(t *testing.T) {
 
 func TestStoredTasksRecheckInDockerSandbox(t *testing.T) {
 	recs := storedTasks(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cli, err := docker.NewClient(ctx)
-	if err != nil {
-		envtest.Unavailable(t, "no Docker daemon answers", err)
-	}
-	defer cli.Close()
-	img, err := docker.EnsureImage(ctx, cli, docker.BuildOptions{})
-	if err != nil {
-		t.Fatalf("sandbox image: %v", err)
-	}
 	cfg := docker.DefaultConfig()
-	run := fmt.Sprintf("test-recheck-%d", os.Getpid())
-	cfg.Image, cfg.Run, cfg.PoolSize = img, run, 0
-	prov, err := docker.New(ctx, cli, cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("docker provider: %v", err)
-	}
-	defer func() {
-		if err := prov.Close(context.Background()); err != nil {
-			t.Errorf("close provider: %v", err)
-		}
-		exec.Command("sh", "-c", "docker ps -aq --filter label="+docker.LabelRun+"="+run+" | xargs -r docker rm -f").Run()
-	}()
+	cfg.PoolSize = 0
+	prov := dockertest.Provider(t, cfg)
 	// A go test run costs seconds in a container: a single and a combined
 	// task are enough here; the process sandbox checks them all.
 	var some []synth.TaskRecord

@@ -1,20 +1,14 @@
 package cli
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/frognano/frog/env/docker"
-	"github.com/frognano/frog/env/envtest"
+	"github.com/frognano/frog/env/docker/dockertest"
 )
 
 // TestDockerScripts runs testdata/docker/*.txtar: frog with real Docker
@@ -22,20 +16,11 @@ import (
 // answers, except under CI=true, where it fails: Docker tests never skip in
 // CI. Each script gets a unique $RUN to name its runs with.
 func TestDockerScripts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cli, err := docker.NewClient(ctx)
-	if err != nil {
-		envtest.Unavailable(t, "no Docker daemon answers", err)
-	}
-	defer cli.Close()
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Fatalf("a Docker daemon answers but there is no docker command: %v", err)
-	}
 	// Build the sandbox image here, where the go command has its usual
 	// environment, rather than in a script.
-	if _, err := docker.EnsureImage(ctx, cli, docker.BuildOptions{}); err != nil {
-		t.Fatalf("sandbox image: %v", err)
+	dockertest.Image(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Fatalf("a Docker daemon answers but there is no docker command: %v", err)
 	}
 	// frog mounts the host's Go toolchain and module cache into its
 	// sandboxes, where `go env` says they are: give scripts the go
@@ -58,9 +43,7 @@ func TestDockerScripts(t *testing.T) {
 					e.Setenv(k, v)
 				}
 			}
-			b := make([]byte, 3)
-			rand.Read(b)
-			e.Setenv("RUN", fmt.Sprintf("test-cli-%d-%s", os.Getpid(), hex.EncodeToString(b)))
+			e.Setenv("RUN", dockertest.RunName(t))
 			return nil
 		},
 	})

@@ -1,6 +1,9 @@
 package synth
 
-import "github.com/frognano/frog/env"
+import (
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth/mutate"
+)
 
 // TaskRecord is a synthesized task as the task store keeps it: the
 // SWE-bench / SWE-smith instance fields of env.Task (flattened into the same
@@ -11,7 +14,7 @@ type TaskRecord struct {
 	Version string `json:"version,omitempty"`
 	// Package is the import path of the mutated package.
 	Package string `json:"package,omitempty"`
-	// Family is the operator family of the (first) mutation.
+	// Family is the operator family of the hardest mutation.
 	Family string `json:"family,omitempty"`
 	// Mutations are the injected changes, each with its exact inverse.
 	Mutations []Mutation `json:"mutations,omitempty"`
@@ -41,12 +44,9 @@ type Mutation struct {
 	Edits   []Edit `json:"edits"`
 }
 
-// Edit replaces Old at byte Offset of the original file with New.
-type Edit struct {
-	Offset int    `json:"offset"`
-	Old    string `json:"old"`
-	New    string `json:"new"`
-}
+// Edit replaces Old at byte Offset of the original file with New: the
+// mutation operators' own edit, stored as they made it.
+type Edit = mutate.Edit
 
 // Features are the difficulty features of a task.
 type Features struct {

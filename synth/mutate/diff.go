@@ -12,10 +12,10 @@ type region struct{ aOff, aLen, bOff, bLen int }
 
 const diffContext = 3
 
-// Unified returns a unified diff from a to b, both named path (as "a/path" and
+// unified returns a unified diff from a to b, both named path (as "a/path" and
 // "b/path", the form git apply and patch -p1 take), given the regions where
 // they differ in increasing order. It returns "" when a and b are equal.
-func Unified(path string, a, b []byte, regs []region) string {
+func unified(path string, a, b []byte, regs []region) string {
 	al, bl := lineStarts(a), lineStarts(b)
 	type block struct{ a0, a1, b0, b1 int } // changed line ranges, half-open
 	var blocks []block

@@ -69,38 +69,34 @@ type Edit struct {
 // Site is one applicable mutation in one file.
 type Site struct {
 	// Op is the operator's name (the Op* constants) and Family its family.
-	Op     string `json:"op"`
-	Family Family `json:"family"`
+	Op     string
+	Family Family
 	// Filename is the file's name as recorded in the token.FileSet; patches
 	// use it as their path.
-	Filename string `json:"file"`
+	Filename string
 	// Line and EndLine bound the mutated code in the original file (1-based).
-	Line    int `json:"line"`
-	EndLine int `json:"end_line"`
+	Line    int
+	EndLine int
 	// Func names the enclosing function ("Name" or "Recv.Name") and
 	// Complexity is its cyclomatic complexity.
-	Func       string `json:"func"`
-	Complexity int    `json:"complexity"`
+	Func       string
+	Complexity int
 	// Desc says what changed, for people ("< -> <=").
-	Desc string `json:"desc"`
+	Desc string
 	// Edits, applied to the original source, make the mutant.
-	Edits []Edit `json:"edits"`
+	Edits []Edit
 
 	src []byte
 }
 
-// MarshalText encodes the family as its name.
-func (f Family) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
-
-// UnmarshalText decodes a family name.
-func (f *Family) UnmarshalText(b []byte) error {
-	for _, g := range []Family{TokenFlip, Structural, Idiom} {
-		if g.String() == string(b) {
-			*f = g
-			return nil
+// ParseFamily returns the family named name (Family.String's names).
+func ParseFamily(name string) (Family, bool) {
+	for _, f := range []Family{TokenFlip, Structural, Idiom} {
+		if f.String() == name {
+			return f, true
 		}
 	}
-	return fmt.Errorf("unknown mutation family %q", b)
+	return 0, false
 }
 
 // Apply returns the mutated source and the gold patch: a unified diff that
@@ -119,14 +115,14 @@ func (s Site) Apply() (mutated []byte, patch string, err error) {
 // gold patch that turns it back into src. It fails if the edits do not
 // match src or overlap, or if the mutant does not parse.
 func Patch(filename string, src []byte, edits []Edit) (mutated []byte, patch string, err error) {
-	mutated, err = applyEdits(src, edits)
+	mutated, err = Splice(src, edits)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply: %w", err)
 	}
 	if _, err := parser.ParseFile(token.NewFileSet(), filename, mutated, parser.SkipObjectResolution); err != nil {
 		return nil, "", fmt.Errorf("mutant does not parse: %w", err)
 	}
-	return mutated, Unified(filename, mutated, src, inverseRegions(edits)), nil
+	return mutated, unified(filename, mutated, src, inverseRegions(edits)), nil
 }
 
 // Undo reverses edits on mutated, returning the original source. It is the
@@ -139,7 +135,7 @@ func Undo(mutated []byte, edits []Edit) ([]byte, error) {
 		inv[i] = Edit{Offset: e.Offset + shift, Old: e.New, New: e.Old}
 		shift += len(e.New) - len(e.Old)
 	}
-	return applyEdits(mutated, inv)
+	return Splice(mutated, inv)
 }
 
 var errEdit = errors.New("edit does not match source")
@@ -150,7 +146,9 @@ func sortedEdits(edits []Edit) []Edit {
 	return s
 }
 
-func applyEdits(src []byte, edits []Edit) ([]byte, error) {
+// Splice applies edits, given in offsets of src and not overlapping, to
+// src. It fails if an edit's Old is not what src holds at its offset.
+func Splice(src []byte, edits []Edit) ([]byte, error) {
 	out := make([]byte, 0, len(src)+16)
 	last := 0
 	for _, e := range sortedEdits(edits) {
@@ -185,7 +183,7 @@ func Sites(fset *token.FileSet, file *ast.File, src []byte, info *types.Info) []
 	if tf == nil || tf.Size() != len(src) {
 		return nil
 	}
-	w := &walker{fset: fset, tf: tf, file: file, src: src, info: info}
+	w := &walker{tf: tf, file: file, src: src, info: info}
 	w.index()
 	for _, d := range file.Decls {
 		fd, ok := d.(*ast.FuncDecl)

@@ -193,9 +193,9 @@ func TestUnifiedEdgeCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Unified("f", []byte(tt.a), []byte(tt.b), tt.regs)
+			got := unified("f", []byte(tt.a), []byte(tt.b), tt.regs)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Unified (-want +got):\n%s", diff)
+				t.Errorf("unified (-want +got):\n%s", diff)
 			}
 		})
 	}

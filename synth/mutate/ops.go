@@ -10,7 +10,6 @@ import (
 )
 
 type walker struct {
-	fset *token.FileSet
 	tf   *token.File
 	file *ast.File
 	src  []byte

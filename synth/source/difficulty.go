@@ -4,10 +4,8 @@ import (
 	"math"
 
 	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/mutate"
 )
-
-// familyRank orders the operator families by difficulty.
-var familyRank = map[string]float64{"token": 1, "structural": 2, "idiom": 3}
 
 // Difficulty is the scalar difficulty estimate of a task, on frog's scale
 // (the skill at which a policy solves it half of the time). It is a sum of
@@ -22,9 +20,9 @@ var familyRank = map[string]float64{"token": 1, "structural": 2, "idiom": 3}
 //
 // It lies roughly in [1, 10].
 func Difficulty(family string, f synth.Features) float64 {
-	d, ok := familyRank[family]
-	if !ok {
-		d = 2
+	d := 2.0
+	if f, ok := mutate.ParseFamily(family); ok {
+		d = float64(f) // the families are numbered by rising difficulty
 	}
 	if f.K > 1 {
 		d += 0.75 * float64(f.K-1)

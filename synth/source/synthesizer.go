@@ -566,11 +566,6 @@ func (s *Synthesizer) count(m *modState, mut validate.Mutant, o validate.Outcome
 func (s *Synthesizer) record(m *modState, p *validate.Package, mut validate.Mutant, res validate.Result) synth.TaskRecord {
 	rec := validate.Record(m.mod.Path, p, mut, res)
 	rec.Version = m.mod.Version
-	for _, mu := range mut.Mutations {
-		if familyRank[mu.Family] > familyRank[rec.Family] {
-			rec.Family = mu.Family // the hardest
-		}
-	}
 	rec.Difficulty = Difficulty(rec.Family, rec.Features)
 	return rec
 }

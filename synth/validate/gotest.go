@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -114,20 +115,9 @@ func appendOut(outs map[string]*strings.Builder, test, s string) {
 func runRegexp(tests []string) string {
 	q := make([]string, len(tests))
 	for i, t := range tests {
-		q[i] = regexpQuote(t)
+		q[i] = regexp.QuoteMeta(t)
 	}
 	return "^(" + strings.Join(q, "|") + ")$"
-}
-
-func regexpQuote(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // parseChatty reads the output of a test binary run with

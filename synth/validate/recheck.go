@@ -13,6 +13,7 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/mutate"
 )
 
 // ErrRecheck says that a stored task did not hold up when re-validated.
@@ -60,7 +61,7 @@ func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
 		if err != nil {
 			return fmt.Errorf("task %s: %w", rec.ID, err)
 		}
-		mutant, err := splice(orig, es)
+		mutant, err := mutate.Splice(orig, es)
 		if err != nil {
 			return fmt.Errorf("task %s: %w: mutations of %s do not apply: %v", rec.ID, ErrRecheck, file, err)
 		}

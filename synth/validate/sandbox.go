@@ -180,7 +180,7 @@ func attribute(sc *schema, out string) (blamed map[int]string, unexplained bool)
 			continue
 		}
 		if _, ok := blamed[id]; !ok {
-			blamed[id] = strings.ReplaceAll(m[3], fmt.Sprintf("frogM%d_", id), "")
+			blamed[id] = strings.ReplaceAll(m[3], copyName(id, ""), "")
 		}
 	}
 	return blamed, unexplained || len(blamed) == 0

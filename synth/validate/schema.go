@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/mutate"
 )
 
 // Mutant schemata. Building and linking a test binary per mutant costs a
@@ -58,7 +59,6 @@ type pkgSource struct {
 
 // srcFile is one original file.
 type srcFile struct {
-	rel  string // module-relative, slash-separated
 	src  []byte
 	file *ast.File
 	tf   *token.File
@@ -92,7 +92,7 @@ func parsePackage(dir, rel string) (*pkgSource, error) {
 		if ps.name == "" || ps.name == "main" {
 			ps.name = f.Name.Name
 		}
-		ps.files[r] = &srcFile{rel: r, src: src, file: f, tf: ps.fset.File(f.Pos()), uses: importUses(f)}
+		ps.files[r] = &srcFile{src: src, file: f, tf: ps.fset.File(f.Pos()), uses: importUses(f)}
 		ps.lines += bytes.Count(src, []byte("\n"))
 	}
 	if len(ps.files) == 0 {
@@ -212,24 +212,6 @@ func (sf *srcFile) funcAt(off int) *ast.FuncDecl {
 	return nil
 }
 
-// splice applies non-overlapping edits, given in offsets of src, to src.
-func splice(src []byte, edits []synth.Edit) ([]byte, error) {
-	es := slices.Clone(edits)
-	slices.SortStableFunc(es, func(a, b synth.Edit) int { return a.Offset - b.Offset })
-	out := make([]byte, 0, len(src)+64)
-	last := 0
-	for _, e := range es {
-		end := e.Offset + len(e.Old)
-		if e.Offset < last || end > len(src) || string(src[e.Offset:end]) != e.Old {
-			return nil, fmt.Errorf("edit at offset %d does not match the source", e.Offset)
-		}
-		out = append(out, src[last:e.Offset]...)
-		out = append(out, e.New...)
-		last = end
-	}
-	return append(out, src[last:]...), nil
-}
-
 // sig is what a dispatch needs of a function's signature, and the edits
 // that name its unnamed or blank receiver and parameters.
 type sig struct {
@@ -290,6 +272,8 @@ func (sf *srcFile) signature(fd *ast.FuncDecl) (sig, error) {
 	return s, nil
 }
 
+// copyName is the name of mutant id's copy of function fn; with fn "" it
+// is the prefix that output and errors lose when mapped back.
 func copyName(id int, fn string) string {
 	if id == identity {
 		return "frogMid_" + fn
@@ -454,7 +438,7 @@ func (ps *pkgSource) build(mutants []schemaMutant) (*schema, map[int]string) {
 			sw.WriteString("};")
 			orig = append(orig, synth.Edit{Offset: sf.tf.Offset(fd.Body.Lbrace) + 1, New: sw.String()})
 		}
-		head, err := splice(sf.src, orig)
+		head, err := mutate.Splice(sf.src, orig)
 		if err != nil {
 			for _, st := range fds {
 				for _, c := range st.copies {
@@ -476,7 +460,7 @@ func (ps *pkgSource) build(mutants []schemaMutant) (*schema, map[int]string) {
 				for i := range edits {
 					edits[i].Offset -= start
 				}
-				text, err := splice(sf.src[start:end], edits)
+				text, err := mutate.Splice(sf.src[start:end], edits)
 				if err != nil {
 					bad[c.id] = "schema: " + err.Error()
 					continue
@@ -531,5 +515,5 @@ func (s *schema) mapOutput(id int, out string) string {
 		}
 		return m
 	})
-	return strings.ReplaceAll(out, fmt.Sprintf("frogM%d_", id), "")
+	return strings.ReplaceAll(out, copyName(id, ""), "")
 }

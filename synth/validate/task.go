@@ -37,8 +37,8 @@ func (v *Validator) Mutants(p *Package) []Mutant {
 			out = append(out, Mutant{
 				File: s.Filename, Patch: patch,
 				Func: s.Func, Line: s.Line, EndLine: s.EndLine,
-				Complexity: s.Complexity, PackageLines: ps.lines,
-				Mutations: []synth.Mutation{fromSite(s)}, origs: map[string][]byte{s.Filename: sf.src},
+				Complexity: s.Complexity,
+				Mutations:  []synth.Mutation{fromSite(s)}, origs: map[string][]byte{s.Filename: sf.src},
 			})
 		}
 	}
@@ -46,14 +46,11 @@ func (v *Validator) Mutants(p *Package) []Mutant {
 }
 
 func fromSite(s mutate.Site) synth.Mutation {
-	m := synth.Mutation{
+	return synth.Mutation{
 		Op: s.Op, Family: s.Family.String(), File: s.Filename,
 		Line: s.Line, EndLine: s.EndLine, Func: s.Func, Desc: s.Desc,
+		Edits: slices.Clone(s.Edits),
 	}
-	for _, e := range s.Edits {
-		m.Edits = append(m.Edits, synth.Edit{Offset: e.Offset, Old: e.Old, New: e.New})
-	}
-	return m
 }
 
 // Record makes the stored task for a valid mutant of package p in module
@@ -79,7 +76,7 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			PointsAtLine: slices.ContainsFunc(m.Mutations, func(mu synth.Mutation) bool {
 				return pointsAt(res.FailureOutput, path.Base(mu.File), mu.Line, mu.EndLine)
 			}),
-			PackageLines: m.PackageLines,
+			PackageLines: p.src.lines,
 		},
 		Validation: synth.Validation{
 			Outcome:         string(res.Outcome),
@@ -90,8 +87,11 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			DiffHash:        res.DiffHash,
 		},
 	}
-	if len(m.Mutations) > 0 {
-		rec.Family = m.Mutations[0].Family
+	hardest := mutate.Family(0)
+	for _, mu := range m.Mutations {
+		if f, ok := mutate.ParseFamily(mu.Family); ok && f > hardest {
+			hardest, rec.Family = f, mu.Family
+		}
 	}
 	if p.Coverage != nil {
 		for _, mu := range m.Mutations { // the most suspicious injected block

@@ -137,9 +137,6 @@ type Validator struct {
 	log zerolog.Logger
 
 	copied bool
-
-	mu       sync.Mutex
-	counters Counters
 }
 
 // New returns a Validator for the module rooted at dir that runs in sb.
@@ -177,13 +174,6 @@ func New(dir string, sb env.Sandbox, cfg Config, log zerolog.Logger) (*Validator
 }
 
 func (v *Validator) now() time.Time { return v.cfg.Now() }
-
-// Counters returns the verdicts so far.
-func (v *Validator) Counters() Counters {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.counters
-}
 
 // Package is a package measured by Prepare.
 type Package struct {
@@ -316,9 +306,9 @@ type Mutant struct {
 	// bound the first mutation's lines in the original file.
 	Func          string
 	Line, EndLine int
-	// Complexity is the mutated function's cyclomatic complexity and
-	// PackageLines the size of the package, for difficulty features.
-	Complexity, PackageLines int
+	// Complexity is the mutated function's cyclomatic complexity, a
+	// difficulty feature.
+	Complexity int
 	// Mutations are the injected changes, in their original files' offsets.
 	Mutations []synth.Mutation
 
@@ -368,11 +358,7 @@ func Combine(ms ...Mutant) (Mutant, error) {
 	}
 	var patch strings.Builder
 	for _, f := range c.Files() {
-		var edits []mutate.Edit
-		for _, e := range c.Edits(f) {
-			edits = append(edits, mutate.Edit{Offset: e.Offset, Old: e.Old, New: e.New})
-		}
-		_, p, err := mutate.Patch(f, c.origs[f], edits)
+		_, p, err := mutate.Patch(f, c.origs[f], c.Edits(f))
 		if err != nil {
 			return Mutant{}, fmt.Errorf("combine: %s: %w", f, err)
 		}
@@ -399,9 +385,9 @@ type Result struct {
 	Runs int
 	// DiffHash is the normalized-diff hash.
 	DiffHash string
-	// Timeout is the limit each run had; Baseline the run of the same
-	// tests on the original it is a multiple of.
-	Timeout, Baseline time.Duration
+	// Timeout is the limit each run had, a multiple of the same tests' run
+	// on the original.
+	Timeout time.Duration
 }
 
 // Validate judges one mutant of a prepared package: Batch of one.
@@ -435,16 +421,11 @@ func (v *Validator) Batch(ctx context.Context, p *Package, ms []Mutant, emit fun
 			continue
 		}
 		if p.Coverage != nil {
-			var cov []string
-			for _, mu := range m.Mutations {
-				for _, t := range p.Coverage.Covering(path.Base(mu.File), mu.Line, mu.EndLine) {
-					if !slices.Contains(cov, t) {
-						cov = append(cov, t)
-					}
-				}
+			for _, mu := range m.Mutations { // the map holds only stable tests
+				r.Covering = append(r.Covering, p.Coverage.Covering(path.Base(mu.File), mu.Line, mu.EndLine)...)
 			}
-			slices.Sort(cov)
-			r.Covering = intersect(cov, p.Stable)
+			slices.Sort(r.Covering)
+			r.Covering = slices.Compact(r.Covering)
 			if len(r.Covering) == 0 {
 				b.finish(i, Equivalent, "no test covers the mutated lines")
 				continue
@@ -474,9 +455,6 @@ type batch struct {
 func (b *batch) finish(i int, o Outcome, why string) {
 	r := &b.res[i]
 	r.Outcome, r.Reason = o, why
-	b.v.mu.Lock()
-	b.v.counters.Add(o)
-	b.v.mu.Unlock()
 	m := b.ms[i]
 	b.v.log.Debug().Str("file", m.File).Int("line", m.Line).Str("outcome", string(o)).
 		Str("reason", why).Msg("mutant validated")
@@ -571,7 +549,7 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 	}
 	t3 := v.now()
 	for _, i := range live {
-		if err := b.one(ctx, sc, bin, i, usable, timeout, base.wall); err != nil {
+		if err := b.one(ctx, sc, bin, i, usable, timeout); err != nil {
 			return err
 		}
 	}
@@ -629,9 +607,9 @@ func (b *batch) split(ctx context.Context, live []int, why string) error {
 // one runs mutant i of schema sc: the tests covering it, then, when some
 // fail, every usable test to confirm the verdict and find PASS_TO_PASS,
 // then the task's own tests (FAIL_TO_PASS and PASS_TO_PASS) once more.
-func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable []string, timeout, baseline time.Duration) error {
+func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable []string, timeout time.Duration) error {
 	r := &b.res[i]
-	r.Timeout, r.Baseline = timeout, baseline
+	r.Timeout = timeout
 	tests := usable
 	if r.Covering != nil {
 		tests = intersect(r.Covering, usable)

@@ -87,12 +87,14 @@ func TestValidate(t *testing.T) {
 		{"infinite loop", find(t, ms, "incdec", "Count", "++ -> --"), TimedOut, nil, nil},
 		{"does not build", broken, NonViable, nil, nil},
 	}
+	var got Counters
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := v.Validate(context.Background(), p, tt.m)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.Add(res.Outcome)
 			if res.Outcome != tt.want {
 				t.Fatalf("outcome = %s (%s), want %s", res.Outcome, res.Reason, tt.want)
 			}
@@ -114,7 +116,7 @@ func TestValidate(t *testing.T) {
 		})
 	}
 	want := Counters{Tried: 6, NonViable: 1, Equivalent: 2, TimedOut: 1, Duplicate: 1, Valid: 1}
-	if diff := cmp.Diff(want, v.Counters()); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("counters (-want +got):\n%s", diff)
 	}
 }
@@ -176,7 +178,7 @@ func TestBatchAgreesWithOneByOne(t *testing.T) {
 			valid++
 		}
 	}
-	t.Logf("%d mutants, %d valid; batch counters %+v", len(ms), valid, v.Counters())
+	t.Logf("%d mutants, %d valid", len(ms), valid)
 }
 
 func TestParseChatty(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth/source"
 )
 
@@ -47,10 +46,11 @@ version into bin/.`,
 			if err != nil {
 				return err
 			}
-			prov, err := process.New(process.DefaultConfig(), log)
+			prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}}, log)
 			if err != nil {
 				return err
 			}
+			defer release()
 			rep, err := source.BenchGremlins(ctx, source.BenchOptions{
 				Module: m, Package: pkg, Gremlins: gremlins, Workers: workers, Repeats: repeats, Provider: prov,
 			}, log)

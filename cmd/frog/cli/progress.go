@@ -18,7 +18,7 @@ type progress struct {
 }
 
 // startProgress draws the episodes of a run.
-func startProgress(g *globals, want bool, total int64, _ time.Duration, c *actors.Counters) *progress {
+func startProgress(g *globals, want bool, total int64, c *actors.Counters) *progress {
 	return startBar(g, want, total, "ep", func() (string, int64) {
 		desc := fmt.Sprintf("episodes (%d running, %d infra failed", c.Running.Load(), c.FailedInfra.Load())
 		if done := c.Completed.Load(); done > 0 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,15 +35,23 @@ func (s *sandboxOptions) flags(f *pflag.FlagSet, def string) {
 }
 
 func (s *sandboxOptions) validate() error {
-	switch s.Kind {
-	case "sim", "docker", "process", "auto":
-	default:
-		return usagef("--sandbox %q: want sim, docker, process or auto", s.Kind)
+	if err := checkSandbox(s.Kind, "sim", "docker", "process", "auto"); err != nil {
+		return err
 	}
 	if s.Pool < 0 {
 		return usagef("--pool %d: want >= 0", s.Pool)
 	}
 	return nil
+}
+
+// checkSandbox is the usage error for a --sandbox value that is not among
+// the backends a command offers.
+func checkSandbox(kind string, kinds ...string) error {
+	if slices.Contains(kinds, kind) {
+		return nil
+	}
+	last := len(kinds) - 1
+	return usagef("--sandbox %q: want %s or %s", kind, strings.Join(kinds[:last], ", "), kinds[last])
 }
 
 // sandboxSpec is what a sandbox backend is opened with: the flags, the

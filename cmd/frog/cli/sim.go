@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/actors"
-	"github.com/frognano/frog/env/process"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -213,7 +212,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		log.Info().Str("dir", path).Msg("run directory")
 	}
 
-	bar := startProgress(g, !o.JSON, o.Run.Episodes, o.Run.Duration, deps.Counters)
+	bar := startProgress(g, !o.JSON, o.Run.Episodes, deps.Counters)
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
 
@@ -303,23 +302,14 @@ func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.So
 		if err != nil {
 			return nil, nil, err
 		}
-		mods, _, err := openSources(ctx, source.Default, work, log)
-		var prov *process.Provider
-		if err == nil {
-			prov, err = process.New(process.DefaultConfig(), log)
-		}
-		var s *source.Synthesizer
-		if err == nil {
-			s, err = source.New(mods, source.Config{Seed: o.Seed, Provider: prov}, log)
-		}
+		s, _, closeSynth, err := openSynthesizer(ctx, source.Default, work,
+			sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}}, source.Config{Seed: o.Seed}, log)
 		if err != nil {
 			cleanup()
 			return nil, nil, err
 		}
 		return s, func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			s.Close(ctx)
+			closeSynth()
 			cleanup()
 		}, nil
 	}

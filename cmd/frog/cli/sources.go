@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -46,4 +47,35 @@ func openSources(ctx context.Context, specs []string, work string, log zerolog.L
 		mods = append(mods, m)
 	}
 	return mods, skipped, nil
+}
+
+// openSynthesizer opens specs under work and a synthesizer over them that
+// validates in the sandboxes sb names, within cfg (its Provider is set
+// here). The func closes the synthesizer's sandboxes, then the backend.
+func openSynthesizer(ctx context.Context, specs []string, work string, sb sandboxSpec, cfg source.Config, log zerolog.Logger) (*source.Synthesizer, []skippedSource, func(), error) {
+	mods, skipped, err := openSources(ctx, specs, work, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(mods) == 0 {
+		return nil, skipped, nil, fmt.Errorf("no usable source among %d", len(specs))
+	}
+	prov, release, err := openSandboxes(ctx, sb, log)
+	if err != nil {
+		return nil, skipped, nil, fmt.Errorf("sandboxes: %w", err)
+	}
+	cfg.Provider = prov
+	s, err := source.New(mods, cfg, log)
+	if err != nil {
+		release()
+		return nil, skipped, nil, err
+	}
+	return s, skipped, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			log.Warn().Err(err).Msg("close validation sandboxes")
+		}
+		release()
+	}, nil
 }

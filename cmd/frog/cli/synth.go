@@ -109,10 +109,8 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 			return usagef("--max-mutants %d: want >= 0", o.MaxMutants)
 		case o.Combos < 0:
 			return usagef("--combos %v: want >= 0", o.Combos)
-		case o.Sandbox != "process" && o.Sandbox != "docker" && o.Sandbox != "auto":
-			return usagef("--sandbox %q: want process, docker or auto", o.Sandbox)
 		}
-		return nil
+		return checkSandbox(o.Sandbox, "process", "docker", "auto")
 	}
 	return c
 }
@@ -146,24 +144,8 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	}
 	defer cleanup()
 	rep := synthReport{Out: o.Out, Config: *o, Version: version()}
-	mods, skipped, err := openSources(ctx, specs, work, log)
-	if err != nil {
-		return err
-	}
-	rep.SkippedSources = skipped
-	if len(mods) == 0 {
-		return fmt.Errorf("no usable source among %d", len(specs))
-	}
-	prov, release, err := openSandboxes(ctx, sandboxSpec{
-		sandboxOptions: sandboxOptions{Kind: o.Sandbox, Image: o.Image},
-		Run:            fmt.Sprintf("synth-%d", os.Getpid()), Concurrency: o.Workers,
-	}, log)
-	if err != nil {
-		return fmt.Errorf("sandboxes: %w", err)
-	}
-	defer release()
 	cfg := source.Config{
-		Validate: validate.Config{MinTimeout: o.MinTimeout, MaxTestTime: o.MaxTest}, Seed: o.Seed, Provider: prov,
+		Validate: validate.Config{MinTimeout: o.MinTimeout, MaxTestTime: o.MaxTest}, Seed: o.Seed,
 		Workers: o.Workers, MaxMutants: o.MaxMutants, Combos: o.Combos, Packages: o.Packages,
 	}
 	if o.MaxMutants == 0 {
@@ -175,17 +157,15 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	if o.Combos == 0 {
 		cfg.Combos = -1
 	}
-	s, err := source.New(mods, cfg, log)
+	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{
+		sandboxOptions: sandboxOptions{Kind: o.Sandbox, Image: o.Image},
+		Run:            fmt.Sprintf("synth-%d", os.Getpid()), Concurrency: o.Workers,
+	}, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := s.Close(ctx); err != nil {
-			log.Warn().Err(err).Msg("close validation sandboxes")
-		}
-	}()
+	defer closeSynth()
+	rep.SkippedSources = skipped
 
 	bar := startSynthProgress(g, !o.JSON, o.N, s)
 	genErr := s.Generate(ctx, o.N, func(rec synth.TaskRecord) error {

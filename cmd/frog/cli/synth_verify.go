@@ -175,10 +175,7 @@ repo@version, or taken from a --source directory whose module path matches
 		if sample < 0 {
 			return usagef("--sample %d: want >= 0", sample)
 		}
-		if sandbox != "process" && sandbox != "docker" && sandbox != "auto" {
-			return usagef("--sandbox %q: want process, docker or auto", sandbox)
-		}
-		return nil
+		return checkSandbox(sandbox, "process", "docker", "auto")
 	}
 	return c
 }

@@ -196,12 +196,6 @@ func (r *recordingLearner) Update(ctx context.Context, batch []policy.Group) (po
 	return r.Learner.Update(ctx, batch)
 }
 
-// immediateLedger is a faultLedger over a never-blocking provider, itself
-// never blocking: its episodes step inline.
-type immediateLedger struct{ *faultLedger }
-
-func (immediateLedger) Immediate() bool { return true }
-
 func TestInfraFaultsAreNeverAgentFailures(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) { testInfraFaults(t, inline) })
@@ -214,7 +208,7 @@ func testInfraFaults(t *testing.T, inline bool) {
 	rec := &recordingLearner{Learner: deps.Learner}
 	deps.Provider, deps.Learner = ledger, rec
 	if inline {
-		deps.Provider = immediateLedger{ledger}
+		deps.Provider = inlineOnly{ledger}
 	}
 	cfg := testConfig(4000, 200)
 	sum, err := Run(context.Background(), cfg, deps)
@@ -287,11 +281,6 @@ func (crashed) ReadFile(context.Context, string) ([]byte, error) {
 	return nil, env.Infra(errors.New("container died"))
 }
 
-// immediateCrash is crashFirst stepping inline.
-type immediateCrash struct{ crashFirst }
-
-func (immediateCrash) Immediate() bool { return true }
-
 func TestSupervisorRestartsEpisodeAfterSandboxCrash(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) { testSupervisorRestarts(t, inline) })
@@ -302,7 +291,7 @@ func testSupervisorRestarts(t *testing.T, inline bool) {
 	deps, _, _ := simDeps(t, simSetup{seed: 1})
 	deps.Provider = crashFirst{Provider: deps.Provider, panicOn: 5}
 	if inline {
-		deps.Provider = immediateCrash{crashFirst{Provider: deps.Provider.(crashFirst).Provider, panicOn: 5}}
+		deps.Provider = inlineOnly{deps.Provider}
 	}
 	cfg := testConfig(50, 10)
 	sum, err := Run(context.Background(), cfg, deps)
@@ -322,23 +311,11 @@ func testSupervisorRestarts(t *testing.T, inline bool) {
 // runnerOnly hides a provider's env.Immediate, forcing runner goroutines.
 type runnerOnly struct{ env.Provider }
 
-func TestSeededRunnerRunsAreIdentical(t *testing.T) {
-	run := func() Summary {
-		deps, _, _ := simDeps(t, simSetup{seed: 12, faultRate: 0.1})
-		deps.Provider = runnerOnly{deps.Provider}
-		cfg := testConfig(300, 1)
-		cfg.GroupSize, cfg.GroupsPerUpdate = 4, 3
-		sum, err := Run(context.Background(), cfg, deps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
-	a, b := run(), run()
-	if diff := cmp.Diff(a, b, cmpopts.IgnoreFields(Summary{}, "ElapsedSeconds", "EpisodesPerSecond", "Sandbox")); diff != "" {
-		t.Errorf("two seeded one-worker runs with runner goroutines differ:\n%s", diff)
-	}
-}
+// inlineOnly declares a wrapper over a never-blocking provider (the sim at
+// time scale 0) never blocking too: its episodes step inline.
+type inlineOnly struct{ env.Provider }
+
+func (inlineOnly) Immediate() bool { return true }
 
 // panicky is a policy that panics on every batch.
 type panicky struct{}
@@ -508,24 +485,42 @@ func testGracefulShutdown(t *testing.T, scale float64) {
 }
 
 func TestSeededRunsWithOneWorkerAreIdentical(t *testing.T) {
-	run := func() Summary {
-		deps, _, l := simDeps(t, simSetup{seed: 11, faultRate: 0.1})
-		cfg := testConfig(600, 1)
-		cfg.GroupSize, cfg.GroupsPerUpdate = 4, 3
-		sum, err := Run(context.Background(), cfg, deps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum.Curriculum.Ability += l.Skill() // fold the skill into the comparison
-		return sum
-	}
-	a, b := run(), run()
-	timings := cmpopts.IgnoreFields(Summary{}, "ElapsedSeconds", "EpisodesPerSecond")
-	if diff := cmp.Diff(a, b, timings); diff != "" {
-		t.Errorf("two seeded one-worker runs differ (-first +second):\n%s", diff)
-	}
-	if a.Episodes.Retries == 0 || a.Learner.Updates == 0 {
-		t.Errorf("the run exercised neither retries nor updates: %+v", a)
+	for _, tt := range []struct {
+		name     string
+		seed     uint64
+		episodes int64
+		runner   bool
+	}{
+		{"inline", 11, 600, false},
+		{"runner", 12, 300, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			run := func() Summary {
+				deps, _, l := simDeps(t, simSetup{seed: tt.seed, faultRate: 0.1})
+				if tt.runner {
+					deps.Provider = runnerOnly{deps.Provider}
+				}
+				cfg := testConfig(tt.episodes, 1)
+				cfg.GroupSize, cfg.GroupsPerUpdate = 4, 3
+				sum, err := Run(context.Background(), cfg, deps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum.Curriculum.Ability += l.Skill() // fold the skill into the comparison
+				return sum
+			}
+			a, b := run(), run()
+			ignore := []string{"ElapsedSeconds", "EpisodesPerSecond"}
+			if tt.runner {
+				ignore = append(ignore, "Sandbox")
+			}
+			if diff := cmp.Diff(a, b, cmpopts.IgnoreFields(Summary{}, ignore...)); diff != "" {
+				t.Errorf("two seeded one-worker runs differ (-first +second):\n%s", diff)
+			}
+			if a.Episodes.Retries == 0 || a.Learner.Updates == 0 {
+				t.Errorf("the run exercised neither retries nor updates: %+v", a)
+			}
+		})
 	}
 }
 

@@ -145,26 +145,25 @@ func (e *episode) start(ctx actor.Context) {
 // when ctx is cancelled. A panic in a backend or an agent is an
 // infrastructure fault of this attempt, not a crash of frog.
 func runAttempt(ctx context.Context, d *episodeDeps, spec *episodeSpec, attempt int, agent env.Agent) (traj env.Trajectory, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = env.Infra(fmt.Errorf("episode %d attempt %d: panic: %v", spec.id, attempt, r))
+	err = guard(spec.id, attempt, func() error {
+		sb, err := d.provider.Open(ctx, env.OpenOptions{Run: d.run, Episode: spec.id, Attempt: attempt, Task: spec.task})
+		if err != nil {
+			return fmt.Errorf("open sandbox: %w", err)
 		}
-	}()
-	sb, err := d.provider.Open(ctx, env.OpenOptions{Run: d.run, Episode: spec.id, Attempt: attempt, Task: spec.task})
-	if err != nil {
-		return env.Trajectory{}, fmt.Errorf("open sandbox: %w", err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.closeTimeout)
-		defer cancel()
-		if cerr := sb.Close(cctx); cerr != nil {
-			// The episode's result stands; the reaper removes what is left.
-			d.log.Warn().Err(cerr).Uint64("episode", spec.id).Msg("close sandbox")
-		}
-	}()
-	opts := d.runOpts
-	opts.Episode, opts.Attempt = spec.id, attempt
-	return env.Run(ctx, sb, agent, spec.task, opts)
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.closeTimeout)
+			defer cancel()
+			if cerr := sb.Close(cctx); cerr != nil {
+				// The episode's result stands; the reaper removes what is left.
+				d.log.Warn().Err(cerr).Uint64("episode", spec.id).Msg("close sandbox")
+			}
+		}()
+		opts := d.runOpts
+		opts.Episode, opts.Attempt = spec.id, attempt
+		traj, err = env.Run(ctx, sb, agent, spec.task, opts)
+		return err
+	})
+	return traj, err
 }
 
 // startInline opens a never-blocking sandbox and asks for the first action.

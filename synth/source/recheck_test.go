@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ func storedTasks(t *testing.T) []synth.TaskRecord {
 	}
 	if len(recs) < 3 {
 		t.Fatalf("only %d tasks; stats %+v", len(recs), s.Stats())
+	}
+	if !slices.ContainsFunc(recs, func(r synth.TaskRecord) bool { return r.Features.K > 1 }) {
+		t.Fatalf("no combined task among %d: the rechecks would not cover multi-mutation patches", len(recs))
 	}
 	stored.recs = recs
 	return recs

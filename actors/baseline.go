@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +18,11 @@ import (
 // channels and no actors: the same task source and curriculum, one goroutine
 // per episode playing env.Run in a sandbox of the same provider, a batching
 // policy goroutine, a learner goroutine forming the same GRPO groups and
-// calling the same learner, the same staleness gate and retries. It exists to
-// measure what the actor runtime costs (`frog bench`); it has no supervision
-// and no graceful cancellation of running episodes beyond ctx.
+// calling the same learner (one update at a time, on that goroutine), the
+// same staleness gate and retries. It exists to measure what the actor
+// runtime costs (`frog bench`); it has no supervision and no graceful
+// cancellation of running episodes beyond ctx. A failure of the task source
+// ends admission and is returned with the summary.
 func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -41,6 +44,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		gate     = sync.NewCond(&gateMu)
 		lst      LearnerStats
 		pst      PolicyServerStats
+		srcErr   error
 	)
 	pol.Store(&policyBox{p: deps.Learner.Policy()})
 
@@ -80,25 +84,27 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		}
 	}()
 
-	// Learner goroutine.
-	lrn := &learner{l: deps.Learner, groupsPerUpdate: cfg.GroupsPerUpdate, maxStaleness: cfg.MaxStaleness, groups: make(map[uint64]*groupAcc)}
+	// Learner goroutine: the learner actor's batcher, with each update run
+	// in turn on this goroutine.
+	b := newBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness)
+	var lversion int64
+	cur := deps.Learner.Policy()
 	learnDone := make(chan struct{})
 	go func() {
 		defer close(learnDone)
 		for r := range results {
-			lrn.add(r)
-			if lrn.closed >= lrn.groupsPerUpdate {
-				batch := lrn.fresh(lrn.ready)
-				lrn.ready, lrn.closed = nil, 0
-				p, err := lrn.l.Policy(), error(nil)
-				if len(batch) > 0 {
-					p, _, err = lrn.l.Update(ctx, batch)
+			if b.add(r) {
+				if batch := b.fresh(b.take(), lversion); len(batch) == 0 {
+					lst.EmptyBatches++
+				} else if p, _, err := updateSafely(ctx, deps.Learner, batch); err != nil {
+					lst.FailedUpdates++
+					lst.DroppedGroups += int64(len(batch))
+				} else {
+					lst.Updates++
+					cur = p
 				}
-				if err == nil {
-					lrn.version++
-					lrn.st.Updates++
-					pol.Store(&policyBox{p: p, v: lrn.version})
-				}
+				lversion++
+				pol.Store(&policyBox{p: cur, v: lversion})
 			}
 			if r.Kind == Completed {
 				curMu.Lock()
@@ -106,7 +112,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 				curMu.Unlock()
 			}
 			gateMu.Lock()
-			version.Store(lrn.version)
+			version.Store(lversion)
 			gate.Broadcast()
 			gateMu.Unlock()
 		}
@@ -126,7 +132,13 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		d := deps.Curriculum.Difficulty()
 		curMu.Unlock()
 		tasks, err := deps.Source.Tasks(ctx, 1, d)
-		if err != nil || len(tasks) == 0 {
+		if err == nil && len(tasks) == 0 {
+			err = errors.New("the task source gave no task")
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				srcErr = fmt.Errorf("baseline: tasks: %w", err)
+			}
 			break
 		}
 		task := &tasks[0]
@@ -153,8 +165,8 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	close(results)
 	<-learnDone
 
-	lst = lrn.st
-	lst.Version = lrn.version
+	b.fill(&lst)
+	lst.Version = lversion
 	sum := Summary{Learner: lst, PolicyServer: pst}
 	if pst.Batches > 0 {
 		sum.PolicyServer.MeanBatch = float64(pst.Requests) / float64(pst.Batches)
@@ -164,7 +176,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	sum.Episodes.Accounted = sum.Episodes.Admitted == c.Recorded()
 	sum.ElapsedSeconds = time.Since(start).Seconds()
 	sum.EpisodesPerSecond = float64(c.Recorded()) / sum.ElapsedSeconds
-	return sum, nil
+	return sum, srcErr
 }
 
 type policyBox struct {

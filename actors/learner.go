@@ -2,11 +2,14 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 )
 
@@ -16,13 +19,23 @@ type UpdateRecord struct {
 	Version int64 `json:"version"`
 	// Episodes is how many results the learner had received by then.
 	Episodes int64 `json:"episodes"`
+	// Seconds is the wall time of the update.
+	Seconds float64 `json:"update_seconds"`
 	policy.UpdateStats
 }
 
 // LearnerStats is the learner's part of a summary.
 type LearnerStats struct {
-	Updates       int64 `json:"updates"`
+	Updates int64 `json:"updates"`
+	// FailedUpdates are updates whose learner returned an error or
+	// panicked; their batch is dropped (DroppedGroups) and the version
+	// advances, as past an empty batch.
 	FailedUpdates int64 `json:"failed_updates"`
+	// InterruptedUpdates are updates cut short, or never started, because
+	// the run was cancelled.
+	InterruptedUpdates int64 `json:"interrupted_updates"`
+	// DroppedGroups are the groups of failed and interrupted updates.
+	DroppedGroups int64 `json:"dropped_groups"`
 	// EmptyBatches are batches with nothing to learn from; they advance the
 	// version without an update.
 	EmptyBatches int64 `json:"empty_batches"`
@@ -36,151 +49,215 @@ type LearnerStats struct {
 	StaleDropped     int64   `json:"stale_dropped"`
 	MaxStalenessSeen int64   `json:"max_staleness_seen"`
 	MaxStaleness     int     `json:"max_staleness"`
+	// UpdateSeconds is the wall time spent in updates.
+	UpdateSeconds float64 `json:"update_seconds"`
+	// Error says why the learner ended the run (Config.MaxUpdateFailures).
+	Error string `json:"error,omitempty"`
 }
 
-type groupAcc struct {
-	task               *env.Task
-	expected, received int
-	trajs              []*env.Trajectory
+// pendingBatch is a batch of closed groups waiting for its update, with the
+// result that closed it: that result's outcome is passed on only once the
+// update is done and its policy published. The last batch of a run has no
+// trigger.
+type pendingBatch struct {
+	groups  []policy.Group
+	trigger *EpisodeResult
 }
 
-// learner collects episode results into GRPO groups, applies an update every
-// groupsPerUpdate closed groups, and publishes each new policy to the policy
-// server before it passes on the outcome of the result that triggered it.
+// updateDone is an update goroutine's report to the learner actor.
+type updateDone struct {
+	batch   pendingBatch
+	pol     policy.Policy
+	st      policy.UpdateStats
+	err     error
+	elapsed time.Duration
+}
+
+// abortRun tells the scheduler that the run cannot go on (learner →
+// scheduler): it stops admitting and cancels what runs, as on a shutdown.
+type abortRun struct{ reason string }
+
+// learner collects episode results into GRPO groups (a batcher) and applies
+// an update every groupsPerUpdate closed groups. An update runs in a
+// goroutine of its own, one at a time, under a context that the run's
+// cancellation reaches, so the learner's mailbox stays open while it runs:
+// results that close no batch are filed and passed on meanwhile, batches
+// that close queue behind it. Each new policy is published to the policy
+// server before the outcome of the result that triggered its batch is passed
+// on, so with one worker every step happens in an order fixed by the seed.
+//
+// A failed or panicking update is counted, logged once, and its batch
+// dropped; the version still advances (the scheduler's staleness gate counts
+// batches). After maxFailures failures in a row the learner asks the
+// scheduler to end the run.
 type learner struct {
-	l               policy.Learner
-	server          *actor.PID
-	groupsPerUpdate int
-	maxStaleness    int
-	onUpdate        func(UpdateRecord)
-	log             zerolog.Logger
+	l           policy.Learner
+	server      *actor.PID
+	b           *batcher
+	maxFailures int
+	onUpdate    func(UpdateRecord)
+	log         zerolog.Logger
+	root        *actor.RootContext
+	runners     *sync.WaitGroup
+	// runCtx is the run's context; the updates' context derives from it.
+	runCtx context.Context
 
+	ctx     context.Context
+	cancel  context.CancelFunc
+	pol     policy.Policy // the last policy published
 	version int64
-	groups  map[uint64]*groupAcc
-	ready   []policy.Group
-	closed  int // groups closed since the last update
+	queue   []pendingBatch
+	busy    bool
+	inRow   int // consecutive failed updates
+	flushTo *actor.PID
 	st      LearnerStats
 }
 
 func (l *learner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		l.groups = make(map[uint64]*groupAcc)
+		l.ctx, l.cancel = context.WithCancel(l.runCtx)
+		l.pol = l.l.Policy()
 	case *EpisodeResult:
-		l.add(m)
-		if l.closed >= l.groupsPerUpdate {
-			l.update(ctx)
+		if l.b.add(m) {
+			l.queue = append(l.queue, pendingBatch{groups: l.b.take(), trigger: m})
+			l.next(ctx)
+			return
 		}
-		if m.ReportTo != nil {
-			o := &Outcome{Episode: m.Episode, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
-			if m.Trajectory != nil {
-				o.Reward = m.Trajectory.Reward
-			}
-			ctx.Send(m.ReportTo, o)
-		}
+		l.report(ctx, m)
+	case *updateDone:
+		l.busy = false
+		l.finish(ctx, m)
+		l.next(ctx)
 	case *Flush:
-		for id, g := range l.groups {
-			l.close(g)
-			delete(l.groups, id)
+		if l.b.closeAll() {
+			l.queue = append(l.queue, pendingBatch{groups: l.b.take()})
 		}
-		if l.closed > 0 {
-			l.update(ctx)
+		l.flushTo = ctx.Sender()
+		l.next(ctx)
+	case *actor.Stopping:
+		if l.cancel != nil {
+			l.cancel()
 		}
-		st := l.st
-		st.Version = l.version
-		st.MaxStaleness = l.maxStaleness
-		if st.Groups > 0 {
-			st.ZeroSignalShare = float64(st.ZeroSignalGroups) / float64(st.Groups)
-		}
-		ctx.Respond(&st)
 	}
 }
 
-// add files one result under its group and closes the group when all its
-// members have reported.
-func (l *learner) add(m *EpisodeResult) {
-	l.st.Results++
-	g := l.groups[m.Group]
-	if g == nil {
-		g = &groupAcc{task: m.Task, expected: m.GroupSize}
-		l.groups[m.Group] = g
+// next starts the next queued update unless one runs, settling batches that
+// need no update on the way, and answers a waiting Flush once all are done.
+func (l *learner) next(ctx actor.Context) {
+	for !l.busy && len(l.queue) > 0 {
+		p := l.queue[0]
+		l.queue = l.queue[1:]
+		p.groups = l.b.fresh(p.groups, l.version)
+		switch {
+		case len(p.groups) == 0:
+			// Nothing to learn from (every member failed or was stale), but
+			// the version still advances: the scheduler's staleness gate
+			// counts batches, and would otherwise stall admission for good.
+			l.st.EmptyBatches++
+			l.advance(ctx, l.pol)
+			l.report(ctx, p.trigger)
+		case l.ctx.Err() != nil || l.st.Error != "":
+			// The run is ending: cancelled, or given up on.
+			l.st.InterruptedUpdates++
+			l.st.DroppedGroups += int64(len(p.groups))
+			l.advance(ctx, l.pol)
+			l.report(ctx, p.trigger)
+		default:
+			l.launch(ctx, p)
+		}
 	}
-	g.received++
-	if m.Kind == Completed && m.Trajectory != nil {
-		g.trajs = append(g.trajs, m.Trajectory)
-	}
-	if g.received >= g.expected {
-		l.close(g)
-		delete(l.groups, m.Group)
+	if !l.busy && l.flushTo != nil {
+		st := l.stats()
+		ctx.Send(l.flushTo, &st)
+		l.flushTo = nil
 	}
 }
 
-// close moves a group to the next batch. A group counts toward the batch
-// even when none of its members completed, so the learner keeps the pace the
-// scheduler's staleness gate assumes.
-func (l *learner) close(g *groupAcc) {
-	l.closed++
-	if len(g.trajs) > 0 {
-		l.ready = append(l.ready, policy.Group{Task: g.task, Trajectories: g.trajs})
-	}
+// launch runs one update in a goroutine of its own.
+func (l *learner) launch(ctx actor.Context, p pendingBatch) {
+	l.busy = true
+	lrn, uctx, self, root := l.l, l.ctx, ctx.Self(), l.root
+	l.runners.Add(1)
+	go func() {
+		defer l.runners.Done()
+		start := time.Now()
+		pol, st, err := updateSafely(uctx, lrn, p.groups)
+		root.Send(self, &updateDone{batch: p, pol: pol, st: st, err: err, elapsed: time.Since(start)})
+	}()
 }
 
-// fresh drops the trajectories older than the staleness bound from the
-// groups of a batch, and the groups left empty.
-func (l *learner) fresh(groups []policy.Group) []policy.Group {
-	out := groups[:0]
-	for _, g := range groups {
-		kept := g.Trajectories[:0]
-		for _, t := range g.Trajectories {
-			v := t.MinVersion()
-			if v >= 0 && policy.StalenessWeight(v, l.version, l.maxStaleness) == 0 {
-				l.st.StaleDropped++
-				continue
-			}
-			if v >= 0 {
-				l.st.MaxStalenessSeen = max(l.st.MaxStalenessSeen, l.version-v)
-			}
-			kept = append(kept, t)
-		}
-		if len(kept) == 0 {
-			continue
-		}
-		g.Trajectories = kept
-		l.st.Groups++
-		l.st.Trajectories += int64(len(kept))
-		if policy.Variance(g.Rewards()) == 0 {
-			l.st.ZeroSignalGroups++
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-// update applies the ready groups. Trajectories are judged for staleness
-// here, when they are used: a member that reported early may have waited in
-// its open group while the learner moved on.
-func (l *learner) update(ctx actor.Context) {
-	batch := l.fresh(l.ready)
-	l.ready, l.closed = nil, 0
-	if len(batch) == 0 {
-		// Nothing to learn from (every member failed or was stale), but the
-		// version still advances: the scheduler's staleness gate counts
-		// batches, and would otherwise stall admission for good.
-		l.version++
-		l.st.EmptyBatches++
-		ctx.Send(l.server, &PolicyUpdate{Version: l.version, Policy: l.l.Policy()})
-		return
-	}
-	pol, st, err := l.l.Update(context.Background(), batch)
-	if err != nil {
+// finish applies what an update did and passes on its trigger's outcome.
+func (l *learner) finish(ctx actor.Context, m *updateDone) {
+	l.st.UpdateSeconds += m.elapsed.Seconds()
+	groups := len(m.batch.groups)
+	switch {
+	case m.err != nil && l.ctx.Err() != nil:
+		l.st.InterruptedUpdates++
+		l.st.DroppedGroups += int64(groups)
+		l.advance(ctx, l.pol)
+	case m.err != nil:
 		l.st.FailedUpdates++
-		l.log.Error().Err(err).Int("groups", len(batch)).Msg("learner update failed; batch dropped")
+		l.st.DroppedGroups += int64(groups)
+		l.inRow++
+		l.log.Error().Err(m.err).Int("groups", groups).Int("consecutive", l.inRow).Msg("learner update failed; batch dropped")
+		l.advance(ctx, l.pol)
+		if l.maxFailures > 0 && l.inRow >= l.maxFailures && l.st.Error == "" {
+			l.st.Error = fmt.Sprintf("%d consecutive updates failed (max update failures %d); last: %v", l.inRow, l.maxFailures, m.err)
+			if t := m.batch.trigger; t != nil && t.ReportTo != nil {
+				ctx.Send(t.ReportTo, &abortRun{reason: l.st.Error})
+			}
+		}
+	default:
+		l.inRow = 0
+		l.st.Updates++
+		l.advance(ctx, m.pol)
+		if l.onUpdate != nil {
+			l.onUpdate(UpdateRecord{Update: l.st.Updates, Version: l.version, Episodes: l.b.st.results,
+				Seconds: m.elapsed.Seconds(), UpdateStats: m.st})
+		}
+	}
+	l.report(ctx, m.batch.trigger)
+}
+
+// advance moves to the next version and publishes pol as it.
+func (l *learner) advance(ctx actor.Context, pol policy.Policy) {
+	l.version++
+	l.pol = pol
+	ctx.Send(l.server, &PolicyUpdate{Version: l.version, Policy: pol})
+}
+
+// report passes a filed result's outcome on to the scheduler.
+func (l *learner) report(ctx actor.Context, m *EpisodeResult) {
+	if m == nil || m.ReportTo == nil {
 		return
 	}
-	l.version++
-	l.st.Updates++
-	ctx.Send(l.server, &PolicyUpdate{Version: l.version, Policy: pol})
-	if l.onUpdate != nil {
-		l.onUpdate(UpdateRecord{Update: l.st.Updates, Version: l.version, Episodes: l.st.Results, UpdateStats: st})
+	o := &Outcome{Episode: m.Episode, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
+	if m.Trajectory != nil {
+		o.Reward = m.Trajectory.Reward
 	}
+	ctx.Send(m.ReportTo, o)
+}
+
+func (l *learner) stats() LearnerStats {
+	st := l.st
+	l.b.fill(&st)
+	st.Version = l.version
+	return st
+}
+
+// updateSafely runs one update; a panic of the learner is an error of that
+// update, not a crash of the learner actor (whose restart would lose its
+// groups and reset its version).
+func updateSafely(ctx context.Context, l policy.Learner, batch []policy.Group) (pol policy.Policy, st policy.UpdateStats, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("learner panicked on a batch of %d groups: %v", len(batch), r)
+		}
+	}()
+	pol, st, err = l.Update(ctx, batch)
+	if err == nil && pol == nil {
+		err = errors.New("learner returned no policy")
+	}
+	return pol, st, err
 }

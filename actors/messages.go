@@ -106,6 +106,11 @@ type Outcome struct {
 // Cancel tells an episode to stop its run and report itself cancelled.
 type Cancel struct{}
 
+// IgnoreDeadLetterLogging marks a Cancel that finds its episode already
+// gone (it ended while its outcome was on the way) as expected, not worth a
+// dead-letter log line: protoactor then starts no log throttle either.
+func (*Cancel) IgnoreDeadLetterLogging() {}
+
 // PolicyUpdate publishes a new policy (learner → policy server).
 type PolicyUpdate struct {
 	Version int64
@@ -132,3 +137,11 @@ type flushBatch struct{ gen uint64 }
 
 // batchDone tells the policy server that an inference batch finished.
 type batchDone struct{}
+
+// A worker's report may reach its actor after the actor stopped (the run
+// ended while the worker ran): expected, and not worth a dead-letter log.
+func (*batchDone) IgnoreDeadLetterLogging()     {}
+func (*runDone) IgnoreDeadLetterLogging()       {}
+func (*updateDone) IgnoreDeadLetterLogging()    {}
+func (*synthFinished) IgnoreDeadLetterLogging() {}
+func (*ActResponse) IgnoreDeadLetterLogging()   {}

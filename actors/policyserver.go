@@ -25,6 +25,9 @@ type PolicyServerStats struct {
 	MaxBatch  int     `json:"max_batch"`
 	Version   int64   `json:"version"`
 	Errors    int64   `json:"errors"`
+	// Dropped counts answers for episodes that were gone (cancelled or
+	// crashed) by the time their batch finished.
+	Dropped int64 `json:"dropped_answers"`
 }
 
 // policyServer batches act requests from many episodes and runs each batch
@@ -53,7 +56,8 @@ type policyServer struct {
 	st        PolicyServerStats
 	// errors counts failed batches. The worker counts before it answers, so
 	// an episode that saw the error never finds it missing from the stats.
-	errors atomic.Int64
+	errors  atomic.Int64
+	dropped atomic.Int64
 }
 
 func (s *policyServer) Receive(ctx actor.Context) {
@@ -94,7 +98,7 @@ func (s *policyServer) Receive(ctx actor.Context) {
 		}
 	case *GetStats:
 		st := s.st
-		st.Errors = s.errors.Load()
+		st.Errors, st.Dropped = s.errors.Load(), s.dropped.Load()
 		if st.Batches > 0 {
 			st.MeanBatch = float64(st.Requests) / float64(st.Batches)
 		}
@@ -131,6 +135,7 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 	s.st.Requests += int64(len(batch))
 	s.st.MaxBatch = max(s.st.MaxBatch, len(batch))
 	pol, version, self, root, ictx := s.pol, s.version, ctx.Self(), s.root, s.ctx
+	registry := ctx.ActorSystem().ProcessRegistry
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
@@ -146,6 +151,12 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 		deliver := func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := batch[i]
+				if _, ok := registry.Get(r.ReplyTo); !ok {
+					// The episode is gone (cancelled, crashed, its runner
+					// done): its answer would only feed the dead letters.
+					s.dropped.Add(1)
+					continue
+				}
 				acts[i].Version = version
 				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: &acts[i], Err: err})
 			}

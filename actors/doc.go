@@ -10,13 +10,20 @@
 //	scheduler ──NextTasks──▶ curriculum ──SynthRequest──▶ synth
 //	scheduler ◀──Tasks────── curriculum ◀──SynthTasks───── synth
 //	scheduler ──spawn──▶ episode ──ActRequest──▶ policy server ──ActResponse──▶ episode
-//	episode ──EpisodeResult──▶ learner ──TrajectoryAccepted──▶ episode ──Outcome──▶ scheduler
+//	episode ──EpisodeResult──▶ learner ──Outcome──▶ scheduler ──Outcome──▶ curriculum
 //	learner ──PolicyUpdate──▶ policy server
 //
-// An episode reports its outcome to the scheduler only after the learner has
-// accepted its result, and the learner publishes a new policy before it
-// accepts the result that completed a batch. So with one worker every step
-// happens in an order fixed by the seed, and runs are reproducible.
+// An episode's outcome reaches the scheduler only through the learner, once
+// the learner has filed its result; the learner publishes the policy of the
+// update a result triggered before it passes that result's outcome on. So
+// with one worker every step happens in an order fixed by the seed, and runs
+// are reproducible.
+//
+// The learner runs each update in a goroutine of its own, one at a time,
+// under a context that the run's cancellation reaches; a failed or panicking
+// update is counted, its batch dropped, and the version advanced as past an
+// empty batch, so the staleness gate keeps admitting. After
+// Config.MaxUpdateFailures failures in a row the run ends with ErrLearner.
 //
 // # Invariants
 //

@@ -115,18 +115,27 @@ func (s *scheduler) Receive(ctx actor.Context) {
 		s.queue, s.qhead = nil, 0 // planned but never admitted
 		s.pump(ctx)
 	case *shutdown:
-		s.draining = true
-		s.queue, s.qhead = nil, 0
-		for _, r := range s.byID {
-			ctx.Send(r.pid, &Cancel{})
-		}
-		s.pump(ctx)
+		s.stop(ctx)
+	case *abortRun:
+		s.log.Error().Str("reason", m.reason).Msg("ending the run: cancelling running episodes")
+		s.stop(ctx)
 	case *pumpNow:
 		s.pumpLater = false
 		s.pump(ctx)
 	case *GetStats:
 		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned, GroupsPerUpdate: s.cfg.groupsPerUpdate})
 	}
+}
+
+// stop ends admission and cancels every running episode; each still
+// reports its outcome.
+func (s *scheduler) stop(ctx actor.Context) {
+	s.draining = true
+	s.queue, s.qhead = nil, 0
+	for _, r := range s.byID {
+		ctx.Send(r.pid, &Cancel{})
+	}
+	s.pump(ctx)
 }
 
 // plan turns tasks into queued groups of episodes.
@@ -176,8 +185,7 @@ func (s *scheduler) pump(ctx actor.Context) {
 			n := (free + s.cfg.groupSize - 1) / s.cfg.groupSize
 			n = int(min(int64(n), head))
 			if s.cfg.episodes > 0 {
-				left := (s.cfg.episodes - s.planned + int64(s.cfg.groupSize) - 1) / int64(s.cfg.groupSize)
-				n = int(min(int64(n), left))
+				n = int(min(int64(n), groupsLeft(s.cfg.episodes-s.planned, s.cfg.groupSize)))
 			}
 			s.outstanding = true
 			ctx.Send(s.curriculum, &NextTasks{N: n, ReplyTo: ctx.Self()})
@@ -187,6 +195,16 @@ func (s *scheduler) pump(ctx actor.Context) {
 		s.finished = true
 		close(s.done)
 	}
+}
+
+// groupsLeft is how many groups of size g hold n more episodes, rounded up,
+// without overflowing for any n (a budget of math.MaxInt64 is "forever").
+func groupsLeft(n int64, g int) int64 {
+	left := n / int64(g)
+	if n%int64(g) != 0 {
+		left++
+	}
+	return left
 }
 
 func (s *scheduler) spawn(ctx actor.Context, m member) {

@@ -52,23 +52,27 @@ type Config struct {
 	TaskRefill int `json:"task_refill"`
 	// CloseTimeout bounds the teardown of one sandbox.
 	CloseTimeout time.Duration `json:"close_timeout"`
+	// MaxUpdateFailures ends the run with ErrLearner after that many
+	// consecutive failed learner updates; 0 never does.
+	MaxUpdateFailures int `json:"max_update_failures"`
 }
 
 // DefaultConfig is the configuration `frog sim` starts from.
 func DefaultConfig() Config {
 	return Config{
-		Run:              "frog",
-		Episodes:         20000,
-		Concurrency:      1000,
-		GroupSize:        8,
-		MaxStaleness:     4,
-		MaxAttempts:      3,
-		MaxSteps:         16,
-		MaxBatch:         1024,
-		InferenceWorkers: 2,
-		SynthWorkers:     1,
-		TaskRefill:       64,
-		CloseTimeout:     30 * time.Second,
+		Run:               "frog",
+		Episodes:          20000,
+		Concurrency:       1000,
+		GroupSize:         8,
+		MaxStaleness:      4,
+		MaxAttempts:       3,
+		MaxSteps:          16,
+		MaxBatch:          1024,
+		InferenceWorkers:  2,
+		SynthWorkers:      1,
+		TaskRefill:        64,
+		CloseTimeout:      30 * time.Second,
+		MaxUpdateFailures: 10,
 	}
 }
 
@@ -99,6 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-wait %v: want >= 0", c.MaxWait)
 	case c.InferenceWorkers < 1:
 		return fmt.Errorf("--inference-workers %d: want >= 1", c.InferenceWorkers)
+	case c.MaxUpdateFailures < 0:
+		return fmt.Errorf("--max-update-failures %d: want >= 0 (0: never end the run)", c.MaxUpdateFailures)
 	}
 	return nil
 }
@@ -173,6 +179,10 @@ type EpisodeCounts struct {
 // add up; it would mean an episode was lost.
 var ErrAccounting = errors.New("episode accounting does not add up")
 
+// ErrLearner is returned (with the summary) when the learner failed too many
+// updates in a row (Config.MaxUpdateFailures).
+var ErrLearner = errors.New("learner failed")
+
 // Run runs the actor system until the episode budget is spent, the duration
 // has passed or ctx is cancelled, and returns what happened. Cancelling ctx
 // is a graceful shutdown: admission stops, every running episode is
@@ -196,6 +206,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		return slog.New(slogHandler{log: log.With().Str("component", "protoactor").Logger()})
 	}))
 	defer system.Shutdown()
+
 	root := system.Root
 	var runners sync.WaitGroup
 
@@ -210,8 +221,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			maxInflight: cfg.InferenceWorkers, root: root, runners: &runners}
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &learner{l: deps.Learner, server: serverPID, groupsPerUpdate: cfg.GroupsPerUpdate,
-			maxStaleness: cfg.MaxStaleness, onUpdate: deps.OnUpdate, log: log}
+		return &learner{l: deps.Learner, server: serverPID, b: newBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness),
+			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, log: log,
+			root: root, runners: &runners, runCtx: ctx}
 	}), "learner")
 	edeps := &episodeDeps{
 		run: cfg.Run, provider: deps.Provider, server: serverPID, learner: learnerPID,
@@ -240,7 +252,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	interrupted := false
+	cancelled := ctx.Done()
 wait:
 	for {
 		select {
@@ -249,20 +261,19 @@ wait:
 		case <-timeout:
 			root.Send(schedPID, &deadline{})
 			timeout = nil
-		case <-ctx.Done():
-			if !interrupted {
-				interrupted = true
-				log.Info().Msg("shutting down: cancelling running episodes")
-				root.Send(schedPID, &shutdown{})
-			}
+		case <-cancelled:
+			// Once: a cancelled context's channel stays ready.
+			cancelled = nil
+			log.Info().Msg("shutting down: cancelling running episodes")
+			root.Send(schedPID, &shutdown{})
 		}
 	}
 	elapsed := time.Since(start)
 
 	var sum Summary
 	var errs []error
-	ask := func(pid *actor.PID, msg any, into any) {
-		res, err := root.RequestFuture(pid, msg, time.Minute).Result()
+	ask := func(pid *actor.PID, msg any, into any, timeout time.Duration) {
+		res, err := root.RequestFuture(pid, msg, timeout).Result()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ask %s for statistics: %w", pid.Id, err))
 			return
@@ -280,11 +291,13 @@ wait:
 			*into.(*SchedulerStats) = *v
 		}
 	}
-	ask(learnerPID, &Flush{}, &sum.Learner)
-	ask(serverPID, &GetStats{}, &sum.PolicyServer)
-	ask(curPID, &GetStats{}, &sum.Curriculum)
-	ask(synthPID, &GetStats{}, &sum.Synth)
-	ask(schedPID, &GetStats{}, &sum.Scheduler)
+	// The learner's last update may be long (a GPU batch); the others
+	// answer from memory.
+	ask(learnerPID, &Flush{}, &sum.Learner, 30*time.Minute)
+	ask(serverPID, &GetStats{}, &sum.PolicyServer, time.Minute)
+	ask(curPID, &GetStats{}, &sum.Curriculum, time.Minute)
+	ask(synthPID, &GetStats{}, &sum.Synth, time.Minute)
+	ask(schedPID, &GetStats{}, &sum.Scheduler, time.Minute)
 	for _, pid := range []*actor.PID{schedPID, learnerPID, serverPID, curPID, synthPID} {
 		if err := root.StopFuture(pid).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", pid.Id, err))
@@ -304,6 +317,9 @@ wait:
 	}
 	if s, ok := deps.Provider.(env.ProviderStats); ok {
 		sum.Sandbox = s.Stats()
+	}
+	if sum.Learner.Error != "" {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrLearner, sum.Learner.Error))
 	}
 	if !e.Accounted {
 		errs = append(errs, fmt.Errorf("%w: admitted %d, completed %d, failed_infra %d, cancelled %d",

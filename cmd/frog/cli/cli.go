@@ -93,6 +93,7 @@ type globals struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	cpuFile    *os.File
+	memFile    *os.File
 }
 
 // logger builds the zerolog logger the flags ask for.
@@ -157,7 +158,6 @@ graceful shutdown that records every episode).`,
 		}
 		return g.startProfiles()
 	}
-	root.PersistentPostRunE = func(*cobra.Command, []string) error { return g.stopProfiles() }
 	root.AddCommand(newSimCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g))
 	for _, c := range root.Commands() {
 		c.Flags().SetNormalizeFunc(normalize)
@@ -165,6 +165,11 @@ graceful shutdown that records every episode).`,
 	err := root.Execute()
 	if err != nil && isCobraUsage(err) {
 		return &UsageError{Err: err}
+	}
+	// Profiles are written whatever the command's end: a failed or
+	// interrupted run is often the one worth profiling.
+	if perr := g.stopProfiles(); perr != nil && err == nil {
+		err = perr
 	}
 	return err
 }
@@ -189,13 +194,23 @@ func isCobraUsage(err error) bool {
 		strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "unknown shorthand flag")
 }
 
+// startProfiles opens both profiles' files before the command runs, so
+// that a path that cannot be written is a usage error now, not a surprise
+// at the end of a long run.
 func (g *globals) startProfiles() error {
+	if g.memProfile != "" {
+		f, err := os.Create(g.memProfile)
+		if err != nil {
+			return usagef("--memprofile: %v", err)
+		}
+		g.memFile = f
+	}
 	if g.cpuProfile == "" {
 		return nil
 	}
 	f, err := os.Create(g.cpuProfile)
 	if err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
+		return usagef("--cpuprofile: %v", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
@@ -206,24 +221,24 @@ func (g *globals) startProfiles() error {
 }
 
 func (g *globals) stopProfiles() error {
+	var errs []error
 	if g.cpuFile != nil {
 		pprof.StopCPUProfile()
 		if err := g.cpuFile.Close(); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+			errs = append(errs, fmt.Errorf("--cpuprofile: %w", err))
 		}
 		g.cpuFile = nil
 	}
-	if g.memProfile != "" {
-		f, err := os.Create(g.memProfile)
-		if err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
+	if g.memFile != nil {
+		if err := pprof.WriteHeapProfile(g.memFile); err != nil {
+			errs = append(errs, fmt.Errorf("--memprofile: %w", err))
 		}
-		defer f.Close()
-		if err := pprof.WriteHeapProfile(f); err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
+		if err := g.memFile.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("--memprofile: %w", err))
 		}
+		g.memFile = nil
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // parseBytes reads a size such as 950MiB, 1GiB, 512M or 1048576.

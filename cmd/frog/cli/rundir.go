@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -15,13 +15,28 @@ import (
 
 // runDir is a run's directory: config.json written first, metrics.jsonl
 // appended to as the learner updates, summary.json written last. JSON
-// documents are written atomically (temporary file, fsync, rename).
+// documents are written atomically (temporary file, fsync, rename). Each
+// metrics record is written (one write of one line) as it is made, so a run
+// killed at any point keeps every record up to the kill; the file is synced
+// at the end.
 type runDir struct {
 	path    string
 	mu      sync.Mutex
 	metrics *os.File
-	buf     *bufio.Writer
-	enc     *json.Encoder
+}
+
+// checkRunName refuses a run name that is not one plain path element: the
+// name becomes runs/<name> and a container label, and "../x" or "a/b" would
+// put the run elsewhere.
+func checkRunName(name string) error {
+	if name == "" {
+		return nil // the command picks one
+	}
+	if len(name) > 64 || name[0] == '.' || name[0] == '-' ||
+		strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
+		return usagef("--name %q: want 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-' (use --run-dir to choose the directory)", name)
+	}
+	return nil
 }
 
 func createRunDir(path string, config any) (*runDir, error) {
@@ -38,20 +53,22 @@ func createRunDir(path string, config any) (*runDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	d := &runDir{path: path, metrics: f, buf: bufio.NewWriterSize(f, 64<<10)}
-	d.enc = json.NewEncoder(d.buf)
-	return d, nil
+	return &runDir{path: path, metrics: f}, nil
 }
 
 // onUpdate returns the learner's metrics hook: one JSON line per update.
 func (d *runDir) onUpdate(log zerolog.Logger) func(actors.UpdateRecord) {
 	failed := false
 	return func(r actors.UpdateRecord) {
+		line, err := json.Marshal(r)
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if err := d.enc.Encode(r); err != nil && !failed {
+		if err == nil {
+			_, err = d.metrics.Write(append(line, '\n'))
+		}
+		if err != nil && !failed {
 			failed = true
-			log.Error().Err(err).Msg("write metrics.jsonl")
+			log.Error().Err(err).Msg("write metrics.jsonl; later records are dropped silently")
 		}
 	}
 }
@@ -66,10 +83,10 @@ func (d *runDir) writeSummary(v any) error {
 func (d *runDir) flush() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.buf.Flush(); err != nil {
-		return fmt.Errorf("write metrics.jsonl: %w", err)
+	if err := d.metrics.Sync(); err != nil {
+		return fmt.Errorf("sync metrics.jsonl: %w", err)
 	}
-	return d.metrics.Sync()
+	return nil
 }
 
 func (d *runDir) close() {

@@ -83,6 +83,7 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.IntVar(&o.Run.GroupsPerUpdate, "groups-per-update", 0, "groups per learner update (0: the smallest batch that lets --concurrency run within --max-staleness)")
 	f.IntVar(&o.Run.MaxStaleness, "max-staleness", o.Run.MaxStaleness, "most policy versions an action may lag the learner")
 	retries := f.Int("max-retries", o.Run.MaxAttempts-1, "retries of an episode after infrastructure faults")
+	f.IntVar(&o.Run.MaxUpdateFailures, "max-update-failures", o.Run.MaxUpdateFailures, "end the run (exit 1) after this many learner updates in a row fail (0: never)")
 	f.IntVar(&o.Run.MaxSteps, "max-steps", o.Run.MaxSteps, "most actions per episode")
 	f.IntVar(&o.Run.MaxBatch, "max-batch", o.Run.MaxBatch, "most act requests per inference batch")
 	f.DurationVar(&o.Run.MaxWait, "max-wait", 0, "longest a request waits for its batch to fill (0: natural batching)")
@@ -119,6 +120,12 @@ func (o *simOptions) validate() error {
 	}
 	if o.Tasks == "" {
 		return usagef("--tasks: want sim, synth or a .jsonl task store")
+	}
+	if o.Run.GroupSize < 2 {
+		return usagef("--group-size %d: GRPO compares the rollouts of a task within its group, and a group of one carries no signal; want >= 2", o.Run.GroupSize)
+	}
+	if err := checkRunName(o.Name); err != nil {
+		return err
 	}
 	if o.Curriculum != "target" && o.Curriculum != "fixed" {
 		return usagef("--curriculum %q: want target or fixed", o.Curriculum)
@@ -265,8 +272,8 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(tw, "throughput\t%.0f episodes/s\t%.2f s\tpeak %d running\tpeak RSS %s\n",
 		r.EpisodesPerSecond, r.ElapsedSeconds, r.Scheduler.PeakConcurrency, bytesString(r.PeakRSSBytes))
 	l := r.Learner
-	fmt.Fprintf(tw, "learner\t%d updates\tmax staleness %d/%d\tstale dropped %d\tzero-signal groups %.1f%%\n",
-		l.Updates, l.MaxStalenessSeen, l.MaxStaleness, l.StaleDropped, 100*l.ZeroSignalShare)
+	fmt.Fprintf(tw, "learner\t%d updates (%d failed)\tmax staleness %d/%d\tstale dropped %d\tzero-signal groups %.1f%%\n",
+		l.Updates, l.FailedUpdates, l.MaxStalenessSeen, l.MaxStaleness, l.StaleDropped, 100*l.ZeroSignalShare)
 	fmt.Fprintf(tw, "policy server\t%d requests\t%d batches\tmean batch %.1f\tmax batch %d\n",
 		r.PolicyServer.Requests, r.PolicyServer.Batches, r.PolicyServer.MeanBatch, r.PolicyServer.MaxBatch)
 	fmt.Fprintf(tw, "curriculum\t%s\tfinal difficulty %.2f\tpass rate %.3f\t\n",

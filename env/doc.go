@@ -2,8 +2,10 @@
 // providers, the Task an episode works on, the agent's action vocabulary
 // (view, search, edit, run tests, submit) and the step loop of one episode.
 //
-// Backends live in subpackages (env/sim, and later env/docker and
-// env/process) and never import each other. Nothing here depends on the actor
+// Backends live in subpackages (env/sim, simulated; env/docker, one
+// container per sandbox; env/process, a directory and child processes on
+// this machine) and never import each other; env/envtest is the conformance
+// suite all of them pass. Nothing here depends on the actor
 // runtime: Run drives one episode synchronously and can be used as a library.
 //
 // # Errors

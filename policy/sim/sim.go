@@ -5,9 +5,9 @@
 // The agent solves a task with probability σ(skill − difficulty), σ the
 // logistic function. An episode is three actions: view the buggy file, edit it
 // (with the gold patch if the episode's draw succeeds, a wrong fix
-// otherwise), submit. Every draw comes from a generator seeded by (Seed,
-// episode, attempt, step), so an episode's choices do not depend on how the
-// policy server happened to batch it.
+// otherwise), submit. The one draw of an episode (at its edit step) comes
+// from a generator seeded by (Seed, episode, attempt), so an episode's
+// choices do not depend on how the policy server happened to batch it.
 //
 // The learner raises the skill in proportion to the learning signal of each
 // batch, the mean within-group reward variance: groups that all pass or all

@@ -34,7 +34,7 @@ func openGPU(t *testing.T) cuda.Backend {
 	t.Helper()
 	g, err := cuda.OpenGPU(cuda.GPUOptions{CacheDir: t.TempDir()})
 	if err != nil {
-		t.Skipf("no GPU backend here, GPU path not tested: %v", err)
+		cuda.RequireGPU(t, err)
 	}
 	return g
 }

@@ -9,3 +9,6 @@ func StartOf(b Buffer) Buffer {
 	}
 	return Buffer{a: b.a, n: b.n}
 }
+
+// RequireGPU is requireGPU for the external tests.
+var RequireGPU = requireGPU

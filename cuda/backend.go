@@ -66,7 +66,9 @@ type Backend interface {
 
 	// Softmax computes a softmax (or, with o.Log, a log-softmax) of o.Src
 	// over each segment [Offsets[s], Offsets[s+1]) into o.Dst (see
-	// SoftmaxOptions). Dst may be Src.
+	// SoftmaxOptions). Dst may be Src. A −inf entry (a masked candidate)
+	// gets probability 0 and log-probability −inf, exactly; a segment of
+	// only −inf entries has no distribution and gives NaN.
 	Softmax(o SoftmaxOptions) error
 	// SoftmaxGrad back-propagates through Softmax: given the forward output
 	// o.Y and the gradient o.DY of the loss with respect to it, it sets o.DX

@@ -48,7 +48,7 @@ gremlins: ## install the pinned gremlins (mutation tester, for bench-synth) into
 bench-synth: build gremlins ## mutants validated per second: frog against gremlins on one package
 	./$(BIN) bench synth --gremlins bin/gremlins
 
-gpu-check: ## build bin/cuda.test; run conformance and benchmarks if a GPU is here
+gpu-check: ## build bin/cuda.test; if an NVIDIA GPU is here, run the report (libraries, tests, max errors, skips, benchmarks)
 	bash cuda/gpucheck.sh
 
 gpu-check-build: ## build bin/cuda.test only (carry bin/ to a GPU machine, run cuda/gpucheck.sh run)

@@ -41,7 +41,10 @@ type Backend interface {
 	WriteInt32(dst Buffer, src []int32) error
 	// ReadInt32 copies the first len(dst) elements of src into dst.
 	ReadInt32(dst []int32, src Buffer) error
-	// Copy copies src into dst, two buffers of one dtype and length.
+	// Copy copies src into dst, two buffers of one dtype and length that
+	// do not overlap: views of one allocation that share an element are an
+	// error wrapping ErrInvalid (copy through a temporary buffer instead),
+	// and so is a buffer copied onto itself.
 	Copy(dst, src Buffer) error
 	// Fill sets every element of the float32 buffer dst to v.
 	Fill(dst Buffer, v float32) error
@@ -51,16 +54,21 @@ type Backend interface {
 	Gemm(o GemmOptions) error
 	// AddBias adds bias (n elements) to every row of x (rows×n), in place.
 	AddBias(x, bias Buffer) error
-	// Activate sets dst = f(src) elementwise; dst may be src.
+	// Activate sets dst = f(src) elementwise; dst may be src. NaN
+	// propagates: ReLU(NaN) and Tanh(NaN) are NaN, so a NaN loss stays
+	// visible on every backend.
 	Activate(f Activation, dst, src Buffer) error
 	// ActivateGrad sets dx = dy·f'(x), computed from the forward output
-	// y = f(x): for ReLU f' is 1 where y > 0 and 0 elsewhere, for Tanh it is
-	// 1−y². dx may be dy.
+	// y = f(x): for ReLU dx is 0 where y ≤ 0 and dy elsewhere (where y is
+	// NaN too, so dx keeps the NaN of dy and hides none); for Tanh it is
+	// dy·(1−y²). dx may be dy.
 	ActivateGrad(f Activation, dx, dy, y Buffer) error
 
 	// Softmax computes a softmax (or, with o.Log, a log-softmax) of o.Src
 	// over each segment [Offsets[s], Offsets[s+1]) into o.Dst (see
-	// SoftmaxOptions). Dst may be Src.
+	// SoftmaxOptions). Dst may be Src. A −inf entry (a masked candidate)
+	// gets probability 0 and log-probability −inf, exactly; a segment of
+	// only −inf entries has no distribution and gives NaN.
 	Softmax(o SoftmaxOptions) error
 	// SoftmaxGrad back-propagates through Softmax: given the forward output
 	// o.Y and the gradient o.DY of the loss with respect to it, it sets o.DX
@@ -112,7 +120,7 @@ func (d DType) String() string {
 type Activation uint8
 
 const (
-	// ReLU is max(x, 0).
+	// ReLU is max(x, 0), NaN for NaN (and +0 for −0).
 	ReLU Activation = iota + 1
 	// Tanh is the hyperbolic tangent.
 	Tanh

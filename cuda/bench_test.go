@@ -88,6 +88,63 @@ func benchGemm(b *testing.B, be cuda.Backend, m, n, k int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if err := checkGemmResult(be, c, m, n, k); err != nil {
+		b.Fatal(err) // a fast wrong GEMM is no figure
+	}
+}
+
+// checkGemmResult checks the C of benchGemm: A and B hold 0.5, so every
+// element of C = A·B is 0.25·k, exactly (every partial sum is a multiple of
+// 0.25 below 2²⁴ in float32, in any order).
+func checkGemmResult(be cuda.Backend, c cuda.Buffer, m, n, k int) error {
+	got := make([]float32, m*n)
+	if err := be.ReadFloat32(got, c); err != nil {
+		return err
+	}
+	want := float32(0.25 * float64(k))
+	bad := 0
+	first := -1
+	for i, v := range got {
+		if v != want {
+			if bad++; first < 0 {
+				first = i
+			}
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("gemm %dx%dx%d: %d of %d elements wrong, C[%d, %d] = %g, want %g",
+			m, n, k, bad, len(got), first/n, first%n, got[first], want)
+	}
+	return nil
+}
+
+// TestGemmBenchmarkChecks checks that the GEMM benchmark rejects a wrong
+// product (one that drops the last of k terms) and accepts a right one.
+func TestGemmBenchmarkChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		be   cuda.Backend
+		ok   bool
+	}{
+		{"cpu", cuda.NewCPU(), true},
+		{"k off by one", &shortGemm{CPU: cuda.NewCPU()}, false},
+	} {
+		defer tc.be.Close()
+		r := testing.Benchmark(func(b *testing.B) { benchGemm(b, tc.be, 33, 17, 64) })
+		if ran := r.N > 0; ran != tc.ok { // a benchmark that failed reports N = 0
+			t.Errorf("%s: benchmark ran %d times, want it to %s", tc.name, r.N, map[bool]string{true: "pass", false: "fail"}[tc.ok])
+		}
+	}
+}
+
+// shortGemm sums k−1 of the k terms of a product.
+type shortGemm struct{ *cuda.CPU }
+
+func (c *shortGemm) Gemm(o cuda.GemmOptions) error {
+	if o.K > 1 {
+		o.K--
+	}
+	return c.CPU.Gemm(o)
 }
 
 // BenchmarkUpdate times one full update of the ranking network of

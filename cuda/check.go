@@ -94,6 +94,9 @@ func checkCopy(owner any, dst, src Buffer) error {
 	if dst.n != src.n {
 		return invalid("copy: %d elements into %d", src.n, dst.n)
 	}
+	if dst.a == src.a && dst.n > 0 && dst.off < src.off+src.n && src.off < dst.off+dst.n {
+		return invalid("copy: dst [%d:%d] overlaps src [%d:%d] of one allocation", dst.off, dst.off+dst.n, src.off, src.off+src.n)
+	}
 	return nil
 }
 

@@ -235,7 +235,7 @@ func (c *CPU) Activate(f Activation, dst, src Buffer) error {
 	switch f {
 	case ReLU:
 		for i, x := range s {
-			d[i] = max(x, 0)
+			d[i] = max(x, 0) // NaN for NaN, +0 for −0
 		}
 	case Tanh:
 		for i, x := range s {
@@ -257,10 +257,10 @@ func (c *CPU) ActivateGrad(f Activation, dx, dy, y Buffer) error {
 	switch f {
 	case ReLU:
 		for i, y := range ys {
-			if y > 0 {
-				gx[i] = gy[i]
-			} else {
+			if y <= 0 {
 				gx[i] = 0
+			} else { // y > 0 or NaN
+				gx[i] = gy[i]
 			}
 		}
 	case Tanh:

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"errors"
+	"flag"
 	"strings"
 	"testing"
 
@@ -9,14 +10,23 @@ import (
 	"github.com/frognano/frog/cuda/cudatest"
 )
 
+// large sizes the conformance suite's grid cases past one GPU launch
+// (cudatest.Options.Large) on the CPU backend too; gpu-check sets it. The
+// GPU backend runs them at full size always.
+var large = flag.Bool("cuda.large", false, "run the CPU backend's grid cases at full size (slow with -race)")
+
 func TestCPUConformance(t *testing.T) {
 	b := cuda.NewCPU()
 	defer b.Close()
-	cudatest.Run(t, b)
+	cudatest.Run(t, b, cudatest.Options{Large: *large})
 }
 
 func TestCPUClose(t *testing.T) {
 	cudatest.RunClose(t, cuda.NewCPU())
+}
+
+func TestCPUReopen(t *testing.T) {
+	cudatest.RunReopen(t, func() (cuda.Backend, error) { return cuda.NewCPU(), nil })
 }
 
 // openGPU opens the GPU backend with a test's own kernel cache, or skips.
@@ -24,7 +34,7 @@ func openGPU(t *testing.T) cuda.Backend {
 	t.Helper()
 	g, err := cuda.OpenGPU(cuda.GPUOptions{CacheDir: t.TempDir()})
 	if err != nil {
-		t.Skipf("no GPU backend here, GPU path not tested: %v", err)
+		cuda.RequireGPU(t, err)
 	}
 	return g
 }
@@ -32,11 +42,17 @@ func openGPU(t *testing.T) cuda.Backend {
 func TestGPUConformance(t *testing.T) {
 	g := openGPU(t)
 	defer g.Close()
-	cudatest.Run(t, g)
+	cudatest.Run(t, g, cudatest.Options{Large: true})
 }
 
 func TestGPUClose(t *testing.T) {
 	cudatest.RunClose(t, openGPU(t))
+}
+
+func TestGPUReopen(t *testing.T) {
+	openGPU(t).Close()
+	dir := t.TempDir()
+	cudatest.RunReopen(t, func() (cuda.Backend, error) { return cuda.OpenGPU(cuda.GPUOptions{CacheDir: dir}) })
 }
 
 func TestGPUUnavailable(t *testing.T) {

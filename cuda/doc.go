@@ -18,7 +18,11 @@
 //
 // All C lives in one file set (gpu_cgo.go, loader.c, loader.h), linked with
 // -ldl only. It dlopens libcuda.so.1, libnvrtc.so.13 or .12 and
-// libcublas.so.13 or .12 (no major above the driver's), and dlsyms the ABI
+// libcublas.so.13 or .12 (no major above the driver's), first where the
+// dynamic loader looks (LD_LIBRARY_PATH, ld.so.cache), then in the CUDA
+// toolkit's folders and the lib folders of NVIDIA's Python wheels
+// (site-packages/nvidia/cu13/lib, nvidia/cublas/lib, nvidia/cuda_nvrtc/lib);
+// its error lists every place tried. It dlsyms the ABI
 // symbols (cuMemAlloc_v2, cuDevicePrimaryCtxRetain, cublasSgemm_v2,
 // nvrtcGetCUBIN, ...) into a table of function pointers; the few types are
 // declared locally, so no CUDA header is needed to build. It uses the

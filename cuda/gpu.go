@@ -35,6 +35,7 @@ type gpuState struct {
 	blas     unsafe.Pointer
 	mod      unsafe.Pointer
 	fns      map[string]unsafe.Pointer
+	cacheHit bool // the kernels came from the CUBIN cache
 	live     map[*allocation]struct{}
 }
 
@@ -121,9 +122,13 @@ func (s *gpuState) open(o GPUOptions, libs gpuLibs) (string, error) {
 		return "", err
 	}
 	s.live = make(map[*allocation]struct{})
-	return fmt.Sprintf("cuda (%s, sm_%d%d, kernels sm_%d, driver %d.%d, %s %d.%d, %s %d)",
-		devName, major, minor, arch, libs.driverVersion/1000, libs.driverVersion%1000/10,
-		libs.nvrtc, libs.nvrtcMajor, libs.nvrtcMinor, libs.cublas, blasVersion), nil
+	from := "compiled"
+	if s.cacheHit {
+		from = "cached"
+	}
+	return fmt.Sprintf("cuda (%s, sm_%d%d, kernels sm_%d %s, driver %d.%d, %s %d.%d, %s %d)",
+		devName, major, minor, arch, from, libs.driverVersion/1000, libs.driverVersion%1000/10,
+		libs.nvrtc.name, libs.nvrtcMajor, libs.nvrtcMinor, libs.cublas.name, blasVersion), nil
 }
 
 // loadKernels loads frog's kernels for a device of compute capability dev,
@@ -146,21 +151,9 @@ func (s *gpuState) loadKernels(dev int, libs gpuLibs, o GPUOptions) (int, error)
 		}
 	}
 	key := cubinKey(src, arch, libs.nvrtcMajor, libs.nvrtcMinor)
-	if img, ok := cache.load(key); ok {
-		if s.mod, err = cuModuleLoadData(img); err != nil {
-			cache.remove(key) // stale or damaged: compile afresh
-			s.mod = nil
-		}
-	}
-	if s.mod == nil {
-		img, err := nvrtcCompile(src, "frog_kernels.cu", nvrtcOptions(arch))
-		if err != nil {
-			return 0, err
-		}
-		if s.mod, err = cuModuleLoadData(img); err != nil {
-			return 0, err
-		}
-		_ = cache.store(key, img) // best effort: a failed store only costs a compile next time
+	compile := func() ([]byte, error) { return nvrtcCompile(src, "frog_kernels.cu", nvrtcOptions(arch)) }
+	if s.mod, s.cacheHit, err = loadCached(cache, key, compile, cuModuleLoadData); err != nil {
+		return 0, err
 	}
 	s.fns = make(map[string]unsafe.Pointer, len(kernelNames))
 	for _, name := range kernelNames {

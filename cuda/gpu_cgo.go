@@ -15,7 +15,10 @@ package cuda
 import "C"
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"unsafe"
@@ -80,23 +83,84 @@ func cublasSymbols() []symbol {
 		{"cublasSgemm_v2", unsafe.Pointer(&f.cublasSgemm_v2), false},
 		{"cublasSgemmStridedBatched", unsafe.Pointer(&f.cublasSgemmStridedBatched), true},
 		{"cublasGetStatusName", unsafe.Pointer(&f.cublasGetStatusName), true},
+		{"cublasGetProperty", unsafe.Pointer(&f.cublasGetProperty), true},
 	}
 }
 
-// dlopen opens the first of names that loads.
-func dlopen(names ...string) (unsafe.Pointer, string, error) {
-	var msgs []string
-	for _, name := range names {
-		cname := C.CString(name)
-		var cerr *C.char
-		lib := C.frog_dlopen(cname, &cerr)
-		C.free(unsafe.Pointer(cname))
-		if lib != nil {
-			return lib, name, nil
-		}
-		msgs = append(msgs, C.GoString(cerr))
+// dlopen opens name, a bare name (searched as the dynamic loader searches)
+// or a path, and returns the handle and the path the loader opened.
+func dlopen(name string) (unsafe.Pointer, string, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var cerr *C.char
+	lib := C.frog_dlopen(cname, &cerr)
+	if lib == nil {
+		return nil, "", errors.New(C.GoString(cerr))
 	}
-	return nil, "", fmt.Errorf("dlopen: %s", strings.Join(msgs, "; "))
+	path := name
+	if p := C.frog_dlpath(lib); p != nil && C.GoString(p) != "" {
+		path = C.GoString(p)
+	}
+	return lib, path, nil
+}
+
+// openLib opens the first of names (one library, highest major first) that
+// loads: each through the loader's own path (LD_LIBRARY_PATH, ld.so.cache,
+// the default folders), then from each of dirs in order, where it exists.
+// companions(name) are libraries to open from the same place first, so that
+// name's own dependencies on them resolve to the same folder (libcublasLt
+// for libcublas, NVRTC's builtins); in a folder they are glob patterns. The
+// error lists what was tried and why each failed. It returns the library,
+// which of names it is, and the path the loader opened.
+func openLib(names, dirs []string, companions func(name string) []string) (lib unsafe.Pointer, f libFile, err error) {
+	var loaderErrs []string
+	for _, name := range names {
+		if companions != nil {
+			for _, c := range companions(name) {
+				if !strings.ContainsAny(c, "*?[") {
+					dlopen(c) // best effort: name's own error says what is missing
+				}
+			}
+		}
+		if lib, path, err := dlopen(name); err == nil {
+			return lib, libFile{name, path}, nil
+		} else {
+			loaderErrs = append(loaderErrs, err.Error())
+		}
+	}
+	var dirErrs []string
+	for _, dir := range dirs {
+		for _, name := range names {
+			p := filepath.Join(dir, name)
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+			if companions != nil {
+				for _, c := range companions(name) {
+					m, _ := filepath.Glob(filepath.Join(dir, c))
+					for _, cp := range m {
+						dlopen(cp)
+					}
+				}
+			}
+			if lib, path, err := dlopen(p); err == nil {
+				return lib, libFile{name, path}, nil
+			} else {
+				dirErrs = append(dirErrs, err.Error())
+			}
+		}
+	}
+	msg := fmt.Sprintf("%s not found: not in the loader's path (LD_LIBRARY_PATH=%q, ld.so.cache, /lib, /usr/lib): %s",
+		strings.Join(names, " or "), os.Getenv("LD_LIBRARY_PATH"), strings.Join(loaderErrs, "; "))
+	switch {
+	case len(dirs) == 0:
+		msg += "; and no CUDA toolkit folder ($CUDA_HOME, /usr/local/cuda*/lib64) or Python wheel folder (site-packages/nvidia/*/lib) exists here"
+	case len(dirErrs) == 0:
+		msg += fmt.Sprintf("; nor in %s", strings.Join(dirs, ", "))
+	default:
+		msg += fmt.Sprintf("; searched %s: %s", strings.Join(dirs, ", "), strings.Join(dirErrs, "; "))
+	}
+	return nil, libFile{}, errors.New(msg)
 }
 
 // resolve fills the table's slots for syms from lib.
@@ -113,31 +177,71 @@ func resolve(lib unsafe.Pointer, libName string, syms []symbol) error {
 	return nil
 }
 
-// gpuLibs describes what loadLibs loaded.
+// gpuLibs describes what loadLibs loaded (as far as it got).
 type gpuLibs struct {
-	driverVersion          int // cuDriverGetVersion: 1000·major + 10·minor
-	nvrtc, cublas          string
-	nvrtcMajor, nvrtcMinor int
+	driverVersion                 int // cuDriverGetVersion: 1000·major + 10·minor
+	driver, nvrtc, cublas, blasLt libFile
+	nvrtcMajor, nvrtcMinor        int
+	cublasVersion                 string // "13.0.2", from cublasGetProperty; "" if unknown
+}
+
+// libFile is one library: the name asked for and the file the loader opened.
+type libFile struct{ name, path string }
+
+// report describes the libraries loaded, one line each: the name, the file
+// (its links resolved, which shows the full version) and the version.
+func (l gpuLibs) report() []string {
+	var lines []string
+	line := func(what string, f libFile, version string) {
+		if f.path == "" {
+			return
+		}
+		real := f.path
+		if r, err := filepath.EvalSymlinks(f.path); err == nil && r != f.path {
+			real = f.path + " -> " + r
+		}
+		s := fmt.Sprintf("%-9s %s: %s", what, f.name, real)
+		if version != "" {
+			s += " (" + version + ")"
+		}
+		lines = append(lines, s)
+	}
+	var driver, nvrtc, blas string
+	if l.driverVersion > 0 {
+		driver = fmt.Sprintf("driver supports CUDA %d.%d", l.driverVersion/1000, l.driverVersion%1000/10)
+	}
+	if l.nvrtcMajor > 0 {
+		nvrtc = fmt.Sprintf("NVRTC %d.%d", l.nvrtcMajor, l.nvrtcMinor)
+	}
+	if l.cublasVersion != "" {
+		blas = "cuBLAS " + l.cublasVersion
+	}
+	line("driver", l.driver, driver)
+	line("nvrtc", l.nvrtc, nvrtc)
+	line("cublas", l.cublas, blas)
+	line("cublasLt", l.blasLt, "")
+	return lines
 }
 
 // loadLibs loads the three libraries once per process: dlopen and the
 // function table are process-wide. Its error wraps ErrUnavailable and names
-// the library or call that failed.
+// the library or call that failed; its gpuLibs says what loaded before.
 var loadLibs = sync.OnceValues(func() (gpuLibs, error) {
-	l, err := loadLibsOnce()
+	l, err := loadLibsOnce(defaultLibSearch())
 	if err != nil {
 		return l, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return l, nil
 })
 
-func loadLibsOnce() (gpuLibs, error) {
+func loadLibsOnce(search libSearch) (gpuLibs, error) {
 	var l gpuLibs
-	lib, name, err := dlopen("libcuda.so.1")
+	lib, f, err := openLib([]string{"libcuda.so.1"}, search.driverDirs(), nil)
 	if err != nil {
 		return l, err
 	}
-	if err := resolve(lib, name, driverSymbols()); err != nil {
+	l.driver = f
+	if err := resolve(lib, f.path, driverSymbols()); err != nil {
 		return l, err
 	}
 	if err := cuErr("cuInit", C.frog_cuInit()); err != nil {
@@ -156,45 +260,54 @@ func loadLibsOnce() (gpuLibs, error) {
 	if len(majors) == 0 {
 		return l, fmt.Errorf("driver supports CUDA %d.%d, frog needs 12 or later", l.driverVersion/1000, l.driverVersion%1000/10)
 	}
-	if l.nvrtc, l.nvrtcMajor, l.nvrtcMinor, err = loadNVRTC(majors); err != nil {
+	if l.nvrtc, l.nvrtcMajor, l.nvrtcMinor, err = loadNVRTC(majors, search); err != nil {
 		return l, err
 	}
-	// Load cuBLAS's companion libcublasLt first, of the same major, so that
-	// a missing one is named as such.
-	var cerrs []string
+	var names []string
 	for _, m := range majors {
-		if _, _, err := dlopen(fmt.Sprintf("libcublasLt.so.%d", m)); err != nil {
-			cerrs = append(cerrs, err.Error())
-			continue
-		}
-		if lib, l.cublas, err = dlopen(fmt.Sprintf("libcublas.so.%d", m)); err != nil {
-			cerrs = append(cerrs, err.Error())
-			continue
-		}
-		return l, resolve(lib, l.cublas, cublasSymbols())
+		names = append(names, fmt.Sprintf("libcublas.so.%d", m))
 	}
-	return l, fmt.Errorf("%s", strings.Join(cerrs, "; "))
+	lt := func(name string) []string { return []string{strings.Replace(name, "libcublas.", "libcublasLt.", 1)} }
+	if lib, l.cublas, err = openLib(names, append(search.toolkitDirs(), search.wheelDirs()...), lt); err != nil {
+		return l, err
+	}
+	ltName := lt(l.cublas.name)[0]
+	if _, ltPath, err := dlopen(ltName); err == nil { // loaded with libcublas: this finds its path
+		l.blasLt = libFile{ltName, ltPath}
+	}
+	if err := resolve(lib, l.cublas.path, cublasSymbols()); err != nil {
+		return l, err
+	}
+	var major, minor, patch C.int
+	if C.frog_cublasGetProperty(0, &major) == 0 && C.frog_cublasGetProperty(1, &minor) == 0 && C.frog_cublasGetProperty(2, &patch) == 0 {
+		l.cublasVersion = fmt.Sprintf("%d.%d.%d", major, minor, patch)
+	}
+	return l, nil
 }
 
-// loadNVRTC loads the first libnvrtc.so.M of majors and fills its part of
-// the table. It needs no driver: kernels compile on any machine.
-func loadNVRTC(majors []int) (name string, major, minor int, err error) {
+// loadNVRTC loads the first libnvrtc.so.M of majors (see openLib for where
+// it looks) and fills its part of the table. It needs no driver: kernels
+// compile on any machine.
+func loadNVRTC(majors []int, search libSearch) (f libFile, major, minor int, err error) {
 	var names []string
 	for _, m := range majors {
 		names = append(names, fmt.Sprintf("libnvrtc.so.%d", m))
 	}
-	lib, name, err := dlopen(names...)
-	if err != nil {
-		return "", 0, 0, err
+	builtins := func(name string) []string {
+		return []string{strings.Replace(name, "libnvrtc.", "libnvrtc-builtins.", 1) + ".*"}
 	}
-	if err := resolve(lib, name, nvrtcSymbols()); err != nil {
-		return "", 0, 0, err
+	lib, f, err := openLib(names, append(search.toolkitDirs(), search.wheelDirs()...), builtins)
+	if err != nil {
+		return f, 0, 0, err
+	}
+	if err := resolve(lib, f.path, nvrtcSymbols()); err != nil {
+		return f, 0, 0, err
 	}
 	var cmajor, cminor C.int
 	if err := nvrtcErr("nvrtcVersion", C.frog_nvrtcVersion(&cmajor, &cminor), ""); err != nil {
-		return "", 0, 0, err
+		return f, 0, 0, err
 	}
-	return name, int(cmajor), int(cminor), nil
+	return f, int(cmajor), int(cminor), nil
 }
 
 func cuErr(call string, r C.frog_result) error {

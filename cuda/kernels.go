@@ -148,6 +148,28 @@ func (c cubinCache) store(key string, data []byte) error {
 	return nil
 }
 
+// loadCached returns the module of key, loaded by load: from the CUBIN in
+// c when there is one that loads (hit), else compiled by compile and stored,
+// replacing a stale or damaged entry. Only compile and a failing load of a
+// fresh CUBIN are errors; a failed store costs a compile next time.
+func loadCached[M any](c cubinCache, key string, compile func() ([]byte, error), load func([]byte) (M, error)) (m M, hit bool, err error) {
+	if img, ok := c.load(key); ok {
+		if m, err := load(img); err == nil {
+			return m, true, nil
+		}
+		c.remove(key)
+	}
+	img, err := compile()
+	if err != nil {
+		return m, false, err
+	}
+	if m, err = load(img); err != nil {
+		return m, false, err
+	}
+	_ = c.store(key, img)
+	return m, false, nil
+}
+
 // remove drops a CUBIN that failed to load.
 func (c cubinCache) remove(key string) {
 	if c.dir != "" {

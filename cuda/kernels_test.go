@@ -125,3 +125,45 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("cublasStatusName(13) = %q", got)
 	}
 }
+
+// TestLoadCached checks the CUBIN cache as OpenGPU uses it, with a fake
+// compiler and loader: a miss compiles and stores, a hit compiles nothing,
+// and a stale entry (one the driver refuses) is compiled afresh and
+// replaced.
+func TestLoadCached(t *testing.T) {
+	c := cubinCache{dir: filepath.Join(t.TempDir(), "cubin")}
+	compiles := 0
+	compile := func() ([]byte, error) { compiles++; return []byte("\x7fELF v2"), nil }
+	load := func(img []byte) (string, error) {
+		if !strings.HasPrefix(string(img), "\x7fELF") {
+			return "", errors.New("CUDA_ERROR_INVALID_IMAGE")
+		}
+		return string(img), nil
+	}
+	step := func(what string, wantHit bool, wantCompiles int) {
+		t.Helper()
+		m, hit, err := loadCached(c, "k", compile, load)
+		if err != nil || m != "\x7fELF v2" || hit != wantHit || compiles != wantCompiles {
+			t.Errorf("%s: loadCached = %q, hit %v, %v after %d compiles; want the module, hit %v, after %d",
+				what, m, hit, err, compiles, wantHit, wantCompiles)
+		}
+	}
+	step("miss", false, 1)
+	step("hit", true, 1)
+	if err := os.WriteFile(c.path("k"), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step("stale", false, 2)
+	if got, _ := os.ReadFile(c.path("k")); string(got) != "\x7fELF v2" {
+		t.Errorf("after a stale entry the cache holds %q, want the fresh CUBIN", got)
+	}
+	step("hit after replace", true, 2)
+	// Without a folder every open compiles.
+	c = cubinCache{}
+	step("no cache", false, 3)
+	step("no cache again", false, 4)
+	// A compile error is the error.
+	if _, _, err := loadCached(cubinCache{}, "k", func() ([]byte, error) { return nil, errors.New("nvrtc failed") }, load); err == nil {
+		t.Error("a failed compile gave no error")
+	}
+}

@@ -1,8 +1,10 @@
 //go:build linux && cgo
 
+#define _GNU_SOURCE // dlinfo
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -27,6 +29,14 @@ int frog_dlsym(void *lib, const char *name, void **slot, const char **err) {
 	}
 	*slot = p;
 	return 0;
+}
+
+const char *frog_dlpath(void *lib) {
+	struct link_map *map = NULL;
+	if (dlinfo(lib, RTLD_DI_LINKMAP, &map) != 0 || map == NULL) {
+		return NULL;
+	}
+	return map->l_name;
 }
 
 frog_result frog_cuInit(void) { return frog.cuInit(0); }
@@ -148,6 +158,9 @@ const char *frog_nvrtcGetErrorString(frog_result err) {
 frog_result frog_cublasCreate(frog_handle *h) { return frog.cublasCreate_v2(h); }
 frog_result frog_cublasDestroy(frog_handle h) { return frog.cublasDestroy_v2(h); }
 frog_result frog_cublasGetVersion(frog_handle h, int *v) { return frog.cublasGetVersion_v2(h, v); }
+frog_result frog_cublasGetProperty(int type, int *v) {
+	return frog.cublasGetProperty != NULL ? frog.cublasGetProperty(type, v) : -1;
+}
 
 #define FROG_DPTR(p) ((float *)(uintptr_t)(p))
 

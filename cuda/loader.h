@@ -63,6 +63,7 @@ typedef struct {
 	                                         const float *b, int ldb, long long sb, const float *beta,
 	                                         float *c, int ldc, long long sc, int batch); // optional
 	const char *(*cublasGetStatusName)(frog_result status); // optional
+	frog_result (*cublasGetProperty)(int type, int *value); // optional; type 0, 1, 2: major, minor, patch
 } frog_api;
 
 extern frog_api frog;
@@ -70,6 +71,9 @@ extern frog_api frog;
 // frog_dlopen opens a library with RTLD_NOW | RTLD_LOCAL; on failure it
 // returns NULL and *err is dlerror's message.
 void *frog_dlopen(const char *name, const char **err);
+// frog_dlpath returns the path the loader opened lib from (its link map's
+// l_name), or NULL.
+const char *frog_dlpath(void *lib);
 // frog_dlsym stores the address of name in *slot; on failure it returns -1
 // and *err is dlerror's message.
 int frog_dlsym(void *lib, const char *name, void **slot, const char **err);
@@ -113,6 +117,8 @@ const char *frog_nvrtcGetErrorString(frog_result err);
 frog_result frog_cublasCreate(frog_handle *h);
 frog_result frog_cublasDestroy(frog_handle h);
 frog_result frog_cublasGetVersion(frog_handle h, int *v);
+// frog_cublasGetProperty returns -1 when cublasGetProperty is missing.
+frog_result frog_cublasGetProperty(int type, int *v);
 frog_result frog_sgemm(frog_handle h, int ta, int tb, int m, int n, int k, float alpha,
                        frog_deviceptr a, int lda, frog_deviceptr b, int ldb, float beta,
                        frog_deviceptr c, int ldc);

@@ -16,7 +16,9 @@
 //	tanh grad:       4u·(|dy| + |want|)
 //	gemm:            2(K+2)·u·(|α|·Σ_k |a_ik|·|b_kj| + |β|·|c_ij|), the classic
 //	                 γ_K bound for any summation order, doubled
-//	softmax:         2(n+8)·u·want, n the segment's length
+//	softmax:         2(n+8)·u·want + 2⁻¹²⁶, n the segment's length (the
+//	                 absolute term: a probability below float32's normal
+//	                 range may be subnormal or flushed to 0)
 //	log-softmax:     2u·(|x−max| + |log Σ| + |want| + n + 8)
 //	softmax grad:    2(n+8)·u·y·(|dy| + Σ_j |dy_j·y_j|)
 //	log-softmax grad: 2u·|dy| + 2(n+8)·u·exp(y)·Σ_j |dy_j|
@@ -24,8 +26,29 @@
 //	sum:             2(n+2)·u·Σ|terms|, n the number of terms
 //	adam, per step:  8u·(|p| + |update| + |decay|) for p; 8u·Σ|terms| for m, v
 //
+// A reference that is NaN wants NaN, and one that is ±inf the same infinity,
+// exactly (ReLU of NaN, a log-probability of −inf). The views cases (every
+// operation on views at offsets inside their allocations, guard elements
+// around them that must not change) and the grid cases (past one launch's
+// grid: see Options) test addressing; they use the tolerances above or
+// looser ones.
+//
 // Each subtest logs its largest error and its largest ratio of error to
 // tolerance on a line starting "maxerr", which make gpu-check prints.
+//
+// # What the suite catches
+//
+// cuda/broken_test.go runs it against deliberately wrong backends (the CPU
+// backend with one fault each: a softmax without the max subtraction, a
+// log-softmax taken as the log of the softmax or clamped to a finite value,
+// kernels that stop after one launch's worth of elements, operations that
+// ignore views' offsets, int32 buffers not zeroed or copied through
+// float32, a ReLU that turns NaN into 0, a Copy that allows overlap,
+// methods that answer ErrInvalid after Close, a reopen that hands back the
+// closed backend) and checks that the case meant to catch each fails.
+//
+// RunClose checks that every method returns cuda.ErrClosed after Close;
+// RunReopen opens, uses and closes a backend three times in one process.
 //
 // A composite check, "ranking step", trains a small ranking network (the
 // learner's shape: GEMMs, ReLU, segment log-softmax, gather, scatter-add,

@@ -28,10 +28,12 @@ extern "C" __global__ void frog_add_bias(float* x, const float* bias, long long 
     }
 }
 
+// frog_relu is max(x, 0) with NaN propagated (fmaxf would drop it), +0 for −0:
+// what the CPU backend's Go max gives.
 extern "C" __global__ void frog_relu(float* y, const float* x, long long n) {
     for (long long i = frog_index(); i < n; i += frog_stride()) {
         float v = x[i];
-        y[i] = v > 0.0f ? v : 0.0f;
+        y[i] = (v > 0.0f || v != v) ? v : 0.0f;
     }
 }
 
@@ -42,9 +44,10 @@ extern "C" __global__ void frog_tanh(float* y, const float* x, long long n) {
 }
 
 // frog_relu_grad and frog_tanh_grad compute dx from dy and the forward output y.
+// ReLU's dx is 0 where y <= 0 and dy elsewhere, where y is NaN included.
 extern "C" __global__ void frog_relu_grad(float* dx, const float* dy, const float* y, long long n) {
     for (long long i = frog_index(); i < n; i += frog_stride()) {
-        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        dx[i] = y[i] <= 0.0f ? 0.0f : dy[i];
     }
 }
 

@@ -51,8 +51,24 @@ func simDeps(t testing.TB, s simSetup) (Deps, *envsim.Provider, *policysim.Learn
 			t.Fatal(err)
 		}
 	}
-	l := policysim.NewLearner(s.skill, 0.001, s.seed)
-	return Deps{Provider: prov, Learner: l, Source: synthsim.New(s.seed, 0.5), Curriculum: cur, Log: zerolog.Nop()}, prov, l
+	oracle := policysim.NewOracle()
+	l := policysim.NewLearner(s.skill, 0.001, s.seed, oracle)
+	src := toldSource{synthsim.New(s.seed, 0.5), oracle}
+	return Deps{Provider: prov, Learner: l, Source: src, Curriculum: cur, Log: zerolog.Nop()}, prov, l
+}
+
+// toldSource tells the simulated agent's oracle every task it serves.
+type toldSource struct {
+	synth.Source
+	oracle *policysim.Oracle
+}
+
+func (s toldSource) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
+	tasks, err := s.Source.Tasks(ctx, n, d)
+	for i := range tasks {
+		s.oracle.Add(tasks[i].ID, policysim.SimFix(&tasks[i]))
+	}
+	return tasks, err
 }
 
 func testConfig(episodes int64, concurrency int) Config {

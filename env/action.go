@@ -1,31 +1,61 @@
 package env
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Tool is one verb of the agent's action vocabulary. The LLM policy maps its
 // tool calls onto these; the built-in policies choose among them directly.
 type Tool uint8
 
 const (
-	// ToolView reads a file.
+	// ToolView reads a file, or a range of its lines.
 	ToolView Tool = iota + 1
 	// ToolSearch runs a search (grep) over the workspace.
 	ToolSearch
 	// ToolEdit replaces text in a file (or the whole file).
 	ToolEdit
-	// ToolRunTests runs the task's tests and shows their output.
+	// ToolRunTests runs the task's tests (or the named ones) and reports
+	// each test's verdict.
 	ToolRunTests
 	// ToolSubmit ends the episode; the tests then decide the reward.
 	ToolSubmit
+	// ToolRevert puts every file back as it was when the episode started.
+	ToolRevert
+	// ToolCoverage measures which lines each named test runs.
+	ToolCoverage
+	// ToolCandidates lists repair candidates: template edits of the code as
+	// it is now, at the lines asked for.
+	ToolCandidates
+	// ToolTry runs the tests with candidates of the last list applied, one
+	// at a time, without changing the workspace.
+	ToolTry
+	// ToolApply applies one candidate of the last list to the workspace.
+	ToolApply
 )
 
-var toolNames = [...]string{ToolView: "view", ToolSearch: "search", ToolEdit: "edit", ToolRunTests: "run_tests", ToolSubmit: "submit"}
+var toolNames = [...]string{
+	ToolView: "view", ToolSearch: "search", ToolEdit: "edit", ToolRunTests: "run_tests", ToolSubmit: "submit",
+	ToolRevert: "revert", ToolCoverage: "coverage", ToolCandidates: "candidates", ToolTry: "try", ToolApply: "apply",
+}
 
 func (t Tool) String() string {
 	if int(t) < len(toolNames) && toolNames[t] != "" {
 		return toolNames[t]
 	}
 	return fmt.Sprintf("tool(%d)", uint8(t))
+}
+
+// Tools lists every tool, in order.
+func Tools() []Tool {
+	var out []Tool
+	for t, name := range toolNames {
+		if name != "" {
+			out = append(out, Tool(t))
+		}
+	}
+	return out
 }
 
 // ParseTool is the inverse of Tool.String.
@@ -35,60 +65,139 @@ func ParseTool(s string) (Tool, error) {
 			return Tool(t), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown tool %q (want view, search, edit, run_tests or submit)", s)
+	return 0, fmt.Errorf("unknown tool %q (want view, search, edit, run_tests, submit, revert, coverage, candidates, try or apply)", s)
 }
 
-// Action is one decision of the agent.
+// Action is one decision of the agent. Only the fields of its tool count.
 type Action struct {
-	Tool Tool
+	Tool Tool `json:"tool"`
 	// Path is the file for view and edit.
-	Path string
-	// Query is the pattern for search.
-	Query string
+	Path string `json:"path,omitempty"`
+	// StartLine and EndLine bound view to lines [StartLine, EndLine]
+	// (1-based, inclusive); 0 means the first or last line.
+	StartLine int `json:"start_line,omitempty"`
+	EndLine   int `json:"end_line,omitempty"`
+	// Query is the pattern for search (a basic regular expression, as grep's).
+	Query string `json:"query,omitempty"`
 	// Old and New describe an edit: the one occurrence of Old in the file is
 	// replaced by New; with Old empty the whole file becomes New.
-	Old, New string
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+	// Tests names the tests of run_tests and coverage (top-level test
+	// names); empty means the task's deciding tests.
+	Tests []string `json:"tests,omitempty"`
+	// Lines are where candidates looks for repairs.
+	Lines []Line `json:"lines,omitempty"`
+	// Candidates are the IDs (in the last candidates list) that try tries,
+	// or, for apply, the one it applies.
+	Candidates []int `json:"candidates,omitempty"`
 	// Version is the policy version that produced the action; LogProb its
 	// log-probability under that policy (the behaviour policy for GRPO).
-	Version int64
-	LogProb float64
+	Version int64   `json:"version"`
+	LogProb float64 `json:"logprob"`
+	// Decision, when set, is what a learner needs to recompute LogProb: the
+	// choice the policy made and what it chose from.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
-// Observation is what the agent sees before acting.
+// Decision records one choice of a policy that scores options: the
+// features of every option it could have taken, in order, and the index of
+// the one it took. A learner recomputes the log-probability of the choice
+// under new weights from these alone.
+type Decision struct {
+	// Kind names the decision ("try", "stop", …) for the policy's own use.
+	Kind string `json:"kind,omitempty"`
+	// Features holds one row per option, Dim values each, row-major.
+	Features []float32 `json:"features"`
+	Dim      int       `json:"dim"`
+	Chosen   int       `json:"chosen"`
+	// Temperature is the softmax temperature the choice was sampled at.
+	Temperature float64 `json:"temperature,omitempty"`
+}
+
+// Options is the number of options of the decision.
+func (d *Decision) Options() int {
+	if d == nil || d.Dim == 0 {
+		return 0
+	}
+	return len(d.Features) / d.Dim
+}
+
+// Line is one line of a file in the workspace (1-based).
+type Line struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// Observation is what the agent sees before acting. It holds only what an
+// agent could see: the task as an issue would describe it, and what its own
+// actions showed. No field (here or below) holds the gold patch, the
+// mutation record, the buggy file or the store's coverage; a test fails if
+// one appears.
 type Observation struct {
-	Episode uint64
-	Attempt int
-	Step    int
-	Task    *Task
+	Episode uint64 `json:"episode"`
+	Attempt int    `json:"attempt"`
+	Step    int    `json:"step"`
+	// MaxSteps is the most actions the episode may take.
+	MaxSteps int      `json:"max_steps"`
+	Task     TaskView `json:"task"`
 	// Last is the result of the previous action; nil at step 0.
-	Last *StepResult
+	Last *StepResult `json:"last,omitempty"`
+	// History holds every step so far, oldest first (Last is the last
+	// one's result). It is shared with the episode: read it, never change it.
+	History []Step `json:"-"`
 }
 
-// StepResult is what one action produced.
+// StepResult is what one action produced, as the agent is shown it.
 type StepResult struct {
-	// Output is what the agent is shown (file content, search hits, test
-	// output or an error message), capped by RunOptions.MaxObservation.
-	Output   string
-	ExitCode int
-	TimedOut bool
+	// Output is the text shown: file content, search hits, a confirmation
+	// or the agent's error; long output is cut in the middle with a note.
+	Output string `json:"output,omitempty"`
+	// Error is set when the action was the agent's mistake (a path outside
+	// the workspace, an edit whose old text is not in the file, a stale
+	// candidate): the episode goes on.
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// Stdout and Stderr are a command's streams, kept apart and each cut in
+	// the middle when long.
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// Tests is run_tests' report; Coverage coverage's; Candidates the list
+	// candidates made (their IDs index it); Tries try's results, one per
+	// candidate tried, in order.
+	Tests      *TestReport     `json:"tests,omitempty"`
+	Coverage   *CoverageReport `json:"coverage,omitempty"`
+	Candidates []Candidate     `json:"candidates,omitempty"`
+	Tries      []TryResult     `json:"tries,omitempty"`
+	// Executions is how many test runs the step cost (0 when its answer
+	// came from the outcome cache); Cached says it did come from there.
+	Executions int  `json:"executions,omitempty"`
+	Cached     bool `json:"cached,omitempty"`
+	// Duration is the wall time of the step in the sandbox.
+	Duration time.Duration `json:"duration_ns,omitempty"`
 }
 
 // Step is one recorded (action, result) pair of a trajectory.
 type Step struct {
-	Action Action
-	Result StepResult
+	Action Action     `json:"action"`
+	Result StepResult `json:"result"`
 }
 
 // Trajectory is the record of one attempt at a task.
 type Trajectory struct {
-	Task    string
-	Episode uint64
-	Attempt int
-	Steps   []Step
+	Task    string `json:"task"`
+	Episode uint64 `json:"episode"`
+	Attempt int    `json:"attempt"`
+	Steps   []Step `json:"steps"`
 	// Reward is 1 when the deciding tests passed at the end, else 0.
-	Reward float64
+	Reward float64 `json:"reward"`
 	// Submitted says whether the agent submitted before the step limit.
-	Submitted bool
+	Submitted bool `json:"submitted"`
+	// Executions counts the test runs the episode cost, the deciding run
+	// included; Tries the candidates it tried.
+	Executions int `json:"executions"`
+	Tries      int `json:"tries"`
 }
 
 // MinVersion is the oldest policy version among the trajectory's actions, or

@@ -1,8 +1,17 @@
 package env
 
+import (
+	"path"
+	"strings"
+)
+
 // Task is one bug-fix problem: a code base with an injected bug, the tests
 // that expose it and the command that runs them. Reward is 1 when the tests
 // pass after the agent's edits, else 0.
+//
+// A Task is the harness's record, the answer included (Patch, File): it goes
+// to sandboxes, harnesses and curricula, never to a policy. What a policy is
+// told of its task is the TaskView.
 type Task struct {
 	// ID is unique and stable (synthesized tasks use a hash of the diff).
 	ID string `json:"instance_id"`
@@ -22,4 +31,44 @@ type Task struct {
 	PassToPass []string `json:"PASS_TO_PASS,omitempty"`
 	// TestCmd runs the deciding tests; exit code 0 means they pass.
 	TestCmd []string `json:"test_cmd,omitempty"`
+}
+
+// TaskView is what an agent is told of its task: what an issue would say
+// and the tests' contract (which tests fail and must pass, which must keep
+// passing, where they live). It has no field for the gold patch, the
+// mutation record, the buggy file, the difficulty or the store's coverage.
+type TaskView struct {
+	ID               string `json:"id"`
+	Repo             string `json:"repo,omitempty"`
+	ProblemStatement string `json:"problem_statement,omitempty"`
+	// Dir is the workspace directory of the package the tests are in
+	// ("." for the module root).
+	Dir        string   `json:"dir,omitempty"`
+	FailToPass []string `json:"fail_to_pass,omitempty"`
+	PassToPass []string `json:"pass_to_pass,omitempty"`
+}
+
+// View is what an agent may be told of t.
+func (t *Task) View() TaskView {
+	return TaskView{
+		ID: t.ID, Repo: t.Repo, ProblemStatement: t.ProblemStatement, Dir: t.Dir(),
+		FailToPass: t.FailToPass, PassToPass: t.PassToPass,
+	}
+}
+
+// Dir is the workspace directory of the package the task's tests are in:
+// the last argument of a `go test` command when it is a relative package
+// path, else ".".
+func (t *Task) Dir() string {
+	if n := len(t.TestCmd); n > 0 && len(t.TestCmd) > 1 && t.TestCmd[0] == "go" {
+		if last := t.TestCmd[n-1]; strings.HasPrefix(last, ".") {
+			return path.Clean(last)
+		}
+	}
+	return "."
+}
+
+// Tests are the task's deciding tests, FAIL_TO_PASS first.
+func (t *Task) Tests() []string {
+	return append(append(make([]string, 0, len(t.FailToPass)+len(t.PassToPass)), t.FailToPass...), t.PassToPass...)
 }

@@ -3,10 +3,13 @@
 // docs/sim-model.md).
 //
 // The agent solves a task with probability σ(skill − difficulty), σ the
-// logistic function. An episode is three actions: view the buggy file, edit it
-// (with the gold patch if the episode's draw succeeds, a wrong fix
-// otherwise), submit. The one draw of an episode (at its edit step) comes
-// from a generator seeded by (Seed, episode, attempt), so an episode's
+// logistic function. It is an oracle, and named as one: what it knows of a
+// task (its difficulty and its fix) comes from an Oracle that whoever serves
+// the tasks fills, never from its observations, which hold only what a real
+// agent could see. An episode is: view the buggy file, write the fix into
+// each of its files if the episode's draw succeeds (a wrong fix into the
+// first otherwise), submit. The one draw of an episode (at its first edit)
+// comes from a generator seeded by (Seed, episode, attempt), so an episode's
 // choices do not depend on how the policy server happened to batch it.
 //
 // The learner raises the skill in proportion to the learning signal of each
@@ -20,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
@@ -31,10 +35,51 @@ func SolveProb(skill, difficulty float64) float64 {
 	return 1 / (1 + math.Exp(difficulty-skill))
 }
 
+// Oracle is what the simulated agent knows that no real policy may: each
+// task's difficulty and fix. It is safe for concurrent use.
+type Oracle struct {
+	fixes sync.Map // task id -> Fix: written once a task, read by every step
+}
+
+// Fix is a task as the oracle knows it: its difficulty and the content of
+// each file of its fix, in the order the agent writes them.
+type Fix struct {
+	Difficulty float64
+	Files      []FileContent
+}
+
+// FileContent is the whole content of one file.
+type FileContent struct {
+	Path    string
+	Content string
+}
+
+// NewOracle returns an empty oracle.
+func NewOracle() *Oracle { return &Oracle{} }
+
+// Add records what the oracle knows of task id.
+func (o *Oracle) Add(id string, f Fix) { o.fixes.Store(id, f) }
+
+// Lookup returns what the oracle knows of task id.
+func (o *Oracle) Lookup(id string) (Fix, bool) {
+	f, ok := o.fixes.Load(id)
+	if !ok {
+		return Fix{}, false
+	}
+	return f.(Fix), true
+}
+
+// SimFix is the fix of a simulated task (env/sim's convention: its gold
+// patch written over its file fixes it).
+func SimFix(t *env.Task) Fix {
+	return Fix{Difficulty: t.Difficulty, Files: []FileContent{{Path: t.File, Content: t.Patch}}}
+}
+
 // Policy is one version of the simulated agent.
 type Policy struct {
-	Skill float64
-	Seed  uint64
+	Skill  float64
+	Seed   uint64
+	Oracle *Oracle
 }
 
 var (
@@ -45,33 +90,50 @@ var (
 // WrongFix is the content the simulated agent writes when its draw fails.
 const WrongFix = "// a plausible but wrong fix\n"
 
-// Act chooses, for each observation, the next of view, edit, submit.
+// Act chooses, for each observation, the next of view, edit, …, submit.
 func (p Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
 	if len(acts) < len(obs) {
 		return errors.New("sim policy: fewer action slots than observations")
 	}
+	if p.Oracle == nil {
+		return errors.New("sim policy: no oracle")
+	}
 	for i := range obs {
 		o := &obs[i]
-		if o.Task == nil {
-			return fmt.Errorf("sim policy: episode %d: observation without a task", o.Episode)
+		fix, ok := p.Oracle.Lookup(o.Task.ID)
+		if !ok || len(fix.Files) == 0 {
+			return fmt.Errorf("sim policy: episode %d: the oracle does not know task %q", o.Episode, o.Task.ID)
 		}
-		switch o.Step {
-		case 0:
-			acts[i] = env.Action{Tool: env.ToolView, Path: o.Task.File}
-		case 1:
-			prob := SolveProb(p.Skill, o.Task.Difficulty)
-			var src rand.PCG
-			src.Seed(mix(p.Seed^seedTag), mix(o.Episode<<8|uint64(o.Attempt&0xff)))
-			if u := float64(src.Uint64()>>11) / (1 << 53); u < prob {
-				acts[i] = env.Action{Tool: env.ToolEdit, Path: o.Task.File, New: o.Task.Patch, LogProb: math.Log(prob)}
-			} else {
-				acts[i] = env.Action{Tool: env.ToolEdit, Path: o.Task.File, New: WrongFix, LogProb: math.Log1p(-prob)}
-			}
-		default:
-			acts[i] = env.Action{Tool: env.ToolSubmit}
-		}
+		acts[i] = p.act(o, fix)
 	}
 	return ctx.Err()
+}
+
+func (p Policy) act(o *env.Observation, fix Fix) env.Action {
+	switch {
+	case o.Step == 0:
+		return env.Action{Tool: env.ToolView, Path: fix.Files[0].Path}
+	case o.Step == 1:
+		prob := SolveProb(p.Skill, fix.Difficulty)
+		var src rand.PCG
+		src.Seed(mix(p.Seed^seedTag), mix(o.Episode<<8|uint64(o.Attempt&0xff)))
+		if u := float64(src.Uint64()>>11) / (1 << 53); u < prob {
+			f := fix.Files[0]
+			return env.Action{Tool: env.ToolEdit, Path: f.Path, New: f.Content, LogProb: math.Log(prob)}
+		}
+		return env.Action{Tool: env.ToolEdit, Path: fix.Files[0].Path, New: WrongFix, LogProb: math.Log1p(-prob)}
+	case o.Step-1 < len(fix.Files) && o.Last != nil && wroteFix(o):
+		// A fix of several files: the rest, one a step.
+		f := fix.Files[o.Step-1]
+		return env.Action{Tool: env.ToolEdit, Path: f.Path, New: f.Content}
+	}
+	return env.Action{Tool: env.ToolSubmit}
+}
+
+// wroteFix reports whether the episode's first edit was the fix (its
+// log-probability is that of success).
+func wroteFix(o *env.Observation) bool {
+	return len(o.History) > 1 && o.History[1].Action.New != WrongFix
 }
 
 // Learner is the simulated learning rule.
@@ -82,9 +144,10 @@ type Learner struct {
 	Rate float64
 }
 
-// NewLearner starts from a policy of the given skill.
-func NewLearner(skill, rate float64, seed uint64) *Learner {
-	return &Learner{cur: Policy{Skill: skill, Seed: seed}, Rate: rate}
+// NewLearner starts from a policy of the given skill that knows what
+// oracle knows.
+func NewLearner(skill, rate float64, seed uint64, oracle *Oracle) *Learner {
+	return &Learner{cur: Policy{Skill: skill, Seed: seed, Oracle: oracle}, Rate: rate}
 }
 
 // Policy returns the current simulated policy.

@@ -11,12 +11,14 @@ import (
 
 func TestSolveRateMatchesLogistic(t *testing.T) {
 	for _, gap := range []float64{-2, 0, 1.5} {
-		p := Policy{Skill: gap, Seed: 4}
-		task := &env.Task{Difficulty: 0, File: "f", Patch: "gold"}
+		task := &env.Task{ID: "t", Difficulty: 0, File: "f", Patch: "gold"}
+		oracle := NewOracle()
+		oracle.Add(task.ID, SimFix(task))
+		p := Policy{Skill: gap, Seed: 4, Oracle: oracle}
 		const n = 20000
 		obs := make([]env.Observation, n)
 		for i := range obs {
-			obs[i] = env.Observation{Episode: uint64(i), Step: 1, Task: task}
+			obs[i] = env.Observation{Episode: uint64(i), Step: 1, Task: task.View()}
 		}
 		acts := make([]env.Action, n)
 		if err := p.Act(context.Background(), obs, acts); err != nil {
@@ -39,7 +41,7 @@ func TestSolveRateMatchesLogistic(t *testing.T) {
 }
 
 func TestLearnerGainsWithSignal(t *testing.T) {
-	l := NewLearner(0, 0.1, 1)
+	l := NewLearner(0, 0.1, 1, NewOracle())
 	traj := func(r float64) *env.Trajectory { return &env.Trajectory{Reward: r} }
 	batch := []policy.Group{
 		{Trajectories: []*env.Trajectory{traj(1), traj(0)}}, // variance 1/4
@@ -51,5 +53,49 @@ func TestLearnerGainsWithSignal(t *testing.T) {
 	}
 	if math.Abs(l.Skill()-0.025) > 1e-12 || st.ZeroSignalGroups != 1 || st.Groups != 2 {
 		t.Errorf("skill %v (want 0.1 × 0.25), stats %+v", l.Skill(), st)
+	}
+}
+
+func TestPolicyWithoutOracleEntryFails(t *testing.T) {
+	p := Policy{Oracle: NewOracle()}
+	obs := []env.Observation{{Task: env.TaskView{ID: "unknown"}}}
+	if err := p.Act(context.Background(), obs, make([]env.Action, 1)); err == nil {
+		t.Fatal("Act on a task the oracle does not know: no error")
+	}
+}
+
+func TestMultiFileFix(t *testing.T) {
+	oracle := NewOracle()
+	oracle.Add("t", Fix{Difficulty: -100, Files: []FileContent{{"a.go", "A"}, {"b.go", "B"}}})
+	p := Policy{Skill: 0, Seed: 1, Oracle: oracle}
+	var hist []env.Step
+	var got []env.Action
+	for step := 0; step < 6; step++ {
+		obs := []env.Observation{{Step: step, Task: env.TaskView{ID: "t"}, History: hist}}
+		if step > 0 {
+			obs[0].Last = &hist[len(hist)-1].Result
+		}
+		acts := make([]env.Action, 1)
+		if err := p.Act(context.Background(), obs, acts); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, acts[0])
+		if acts[0].Tool == env.ToolSubmit {
+			break
+		}
+		hist = append(hist, env.Step{Action: acts[0]})
+	}
+	var tools []string
+	for _, a := range got {
+		tools = append(tools, a.Tool.String()+":"+a.Path+":"+a.New)
+	}
+	want := []string{"view:a.go:", "edit:a.go:A", "edit:b.go:B", "submit::"}
+	if len(tools) != len(want) {
+		t.Fatalf("actions %v, want %v", tools, want)
+	}
+	for i := range want {
+		if tools[i] != want[i] {
+			t.Fatalf("actions %v, want %v", tools, want)
+		}
 	}
 }

@@ -94,8 +94,9 @@ func runBench(ctx context.Context, g *globals, o *benchOptions) error {
 		if err != nil {
 			return actors.Deps{}, err
 		}
-		return actors.Deps{Provider: prov, Learner: policysim.NewLearner(0, 0.001, o.seed),
-			Source: synthsim.New(o.seed, 0.5), Curriculum: cur, Log: quiet}, nil
+		oracle := policysim.NewOracle()
+		return actors.Deps{Provider: prov, Learner: policysim.NewLearner(0, 0.001, o.seed, oracle),
+			Source: oracleSource{synthsim.New(o.seed, 0.5), oracle, simFix}, Curriculum: cur, Log: quiet}, nil
 	}
 	rep, err := actors.Bench(ctx, actors.BenchConfig{
 		Episodes: o.episodes, Concurrency: o.concurrency, Repeats: o.repeats, Live: o.live, NewDeps: newDeps,

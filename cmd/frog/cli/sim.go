@@ -194,12 +194,14 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 			return &UsageError{Err: err}
 		}
 	}
-	learner := policysim.NewLearner(o.InitialSkill, o.LearningRate, o.Seed)
+	oracle := policysim.NewOracle()
+	learner := policysim.NewLearner(o.InitialSkill, o.LearningRate, o.Seed, oracle)
 	src, closeSrc, err := openTasks(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
+	src = oracleSource{Source: src, oracle: oracle, fix: simFix}
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: src,
 		Curriculum: cur, Log: log, Counters: new(actors.Counters),

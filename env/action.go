@@ -138,8 +138,10 @@ type Observation struct {
 	Episode uint64 `json:"episode"`
 	Attempt int    `json:"attempt"`
 	Step    int    `json:"step"`
-	// MaxSteps is the most actions the episode may take.
+	// MaxSteps is the most actions the episode may take; MaxTries the most
+	// candidates it may try (0: no limit but the steps).
 	MaxSteps int      `json:"max_steps"`
+	MaxTries int      `json:"max_tries,omitempty"`
 	Task     TaskView `json:"task"`
 	// Last is the result of the previous action; nil at step 0.
 	Last *StepResult `json:"last,omitempty"`

@@ -113,7 +113,7 @@ func (e *Episode) Observation() (obs Observation, ok bool) {
 		return Observation{}, false
 	}
 	return Observation{
-		Episode: e.opts.Episode, Attempt: e.opts.Attempt, Step: len(e.traj.Steps), MaxSteps: e.opts.MaxSteps,
+		Episode: e.opts.Episode, Attempt: e.opts.Attempt, Step: len(e.traj.Steps), MaxSteps: e.opts.MaxSteps, MaxTries: e.opts.MaxTries,
 		Task: e.view, Last: e.last, History: e.traj.Steps,
 	}, true
 }

@@ -31,7 +31,8 @@ type Harness interface {
 	// alone, and reports the lines each ran.
 	Coverage(ctx context.Context, sb Sandbox, ws *Workspace, tests []string) (CoverageReport, Cost, error)
 	// Candidates lists repair candidates at lines (template edits of the
-	// code as the workspace has it now).
+	// code as the workspace has it now), in the order of lines, and at each
+	// line in the harness's fixed order of templates; IDs are list indexes.
 	Candidates(ctx context.Context, sb Sandbox, ws *Workspace, lines []Line) ([]Candidate, error)
 	// Try runs the deciding tests once per candidate list[id] for each of
 	// ids, the candidate applied over the workspace, which is left as it

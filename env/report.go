@@ -34,7 +34,7 @@ type TestReport struct {
 }
 
 // Status returns the verdict of the named test, and whether it ran.
-func (r *TestReport) Status(name string) (TestStatus, bool) {
+func (r TestReport) Status(name string) (TestStatus, bool) {
 	for i := range r.Tests {
 		if r.Tests[i].Name == name {
 			return r.Tests[i].Status, true
@@ -44,7 +44,7 @@ func (r *TestReport) Status(name string) (TestStatus, bool) {
 }
 
 // Failing lists the tests that did not pass (skipped ones aside).
-func (r *TestReport) Failing() []string {
+func (r TestReport) Failing() []string {
 	var out []string
 	for _, t := range r.Tests {
 		if t.Status != TestPass && t.Status != TestSkip {

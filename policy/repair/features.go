@@ -1,0 +1,225 @@
+package repair
+
+import (
+	"math"
+	"path"
+
+	"github.com/frognano/frog/env"
+)
+
+// Kinds and Contexts are the candidate families and statement kinds the
+// features tell apart; anything else counts as the last of each.
+var (
+	Kinds    = []string{"token", "guard", "return", "bounds", "args", "call", "stmt", "other"}
+	Contexts = []string{"if", "for", "return", "assign", "expr", "switch", "decl", "other"}
+)
+
+// Feature layout of one option (a candidate, or stopping).
+const (
+	fBias = iota
+	fOchiai
+	fTarantula
+	fDStar
+	fRankNorm
+	fRankInv
+	fTop1
+	fTop5
+	fEFShare
+	fEPShare
+	fAllFailing
+	fInPackage
+	fKind // len(Kinds) one-hot
+)
+
+const (
+	fContext   = fKind + 8 + iota // len(Contexts) one-hot
+	fNamedLine = fContext + 8 + iota - 1 // a failing test's message or panic names the line (±2)
+	fNamedFile
+	fPanic
+	fTimeout
+	fLineTries
+	fLineNoEffect
+	fLineImproved
+	fAlternatives
+	fStep
+	fTries
+	fApplied
+	fFailingShare
+	fStop
+	// Dim is the length of every feature vector.
+	Dim
+)
+
+// FeatureNames name the features, for reports and debugging.
+var FeatureNames = func() []string {
+	n := make([]string, Dim)
+	for i, s := range []string{"bias", "ochiai", "tarantula", "dstar", "rank_norm", "rank_inv", "top1", "top5", "ef_share", "ep_share", "all_failing", "in_package"} {
+		n[i] = s
+	}
+	for i, k := range Kinds {
+		n[fKind+i] = "kind_" + k
+	}
+	for i, c := range Contexts {
+		n[fContext+i] = "ctx_" + c
+	}
+	for i, s := range []string{"named_line", "named_file", "panic", "timeout", "line_tries", "line_no_effect", "line_improved", "alternatives", "step", "tries", "applied", "failing_share", "stop"} {
+		n[fNamedLine+i] = s
+	}
+	return n
+}()
+
+// Featurizer computes options' features for one state.
+type Featurizer struct {
+	st       *State
+	suspects map[env.Line]Suspect
+	n        int
+	perLine  map[env.Line]int
+	improved map[env.Line]int
+	named    []env.Line // where failures point
+	files    map[string]bool
+	panic    bool
+	timeout  bool
+}
+
+// NewFeaturizer prepares the features of st's options.
+func NewFeaturizer(st *State) *Featurizer {
+	f := &Featurizer{st: st, suspects: map[env.Line]Suspect{}, perLine: map[env.Line]int{}, improved: map[env.Line]int{}, files: map[string]bool{}}
+	sus := st.Suspects
+	for _, s := range sus {
+		f.suspects[s.Line] = s
+	}
+	f.n = len(sus)
+	for _, c := range st.List {
+		f.perLine[env.Line{File: c.File, Line: c.Line}]++
+	}
+	for id, tr := range st.Tried {
+		if id < len(st.List) && Improves(&tr) {
+			c := st.List[id]
+			f.improved[env.Line{File: c.File, Line: c.Line}]++
+		}
+	}
+	if st.Initial != nil {
+		for _, t := range st.Initial.Tests {
+			if t.Status == env.TestPass || t.Status == env.TestSkip {
+				continue
+			}
+			f.panic = f.panic || t.Status == env.TestPanic
+			f.timeout = f.timeout || t.Status == env.TestTimeout
+			if t.File != "" {
+				f.named = append(f.named, env.Line{File: t.File, Line: t.Line})
+				f.files[t.File] = true
+			}
+			for _, fr := range t.Frames {
+				f.named = append(f.named, env.Line{File: fr.File, Line: fr.Line})
+				f.files[fr.File] = true
+			}
+		}
+	}
+	return f
+}
+
+// Candidate returns the features of trying c.
+func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
+	x := make([]float32, Dim)
+	f.episode(x)
+	l := env.Line{File: c.File, Line: c.Line}
+	if s, ok := f.suspects[l]; ok {
+		x[fOchiai] = float32(s.Ochiai)
+		x[fTarantula] = float32(s.Tarantula)
+		d := s.DStar
+		if d > 1e9 {
+			x[fDStar] = 1
+		} else {
+			x[fDStar] = float32(d / (1 + d))
+		}
+		if f.n > 1 {
+			x[fRankNorm] = float32(s.Rank-1) / float32(f.n-1)
+		}
+		x[fRankInv] = 1 / float32(s.Rank)
+		x[fTop1] = b2f(s.Rank == 1)
+		x[fTop5] = b2f(s.Rank <= 5)
+		if s.F > 0 {
+			x[fEFShare] = float32(s.EF) / float32(s.F)
+			x[fAllFailing] = b2f(s.EF == s.F)
+		}
+		if s.P > 0 {
+			x[fEPShare] = float32(s.EP) / float32(s.P)
+		}
+	} else {
+		x[fRankNorm] = 1
+	}
+	x[fInPackage] = b2f(path.Dir(c.File) == path.Clean(f.st.Task.Dir))
+	x[fKind+index(Kinds, c.Kind)] = 1
+	x[fContext+index(Contexts, c.Context)] = 1
+	for _, n := range f.named {
+		if n.File == c.File && abs(n.Line-c.Line) <= 2 {
+			x[fNamedLine] = 1
+		}
+	}
+	x[fNamedFile] = b2f(f.files[c.File])
+	x[fLineTries] = clip(float32(f.st.LineTries[l]) / 3)
+	x[fLineNoEffect] = clip(float32(f.st.LineNoEffect[l]) / 3)
+	x[fLineImproved] = clip(float32(f.improved[l]))
+	if n := f.perLine[l]; n > 0 {
+		x[fAlternatives] = 1 / float32(n)
+	}
+	return x
+}
+
+// Stop returns the features of stopping now (submitting).
+func (f *Featurizer) Stop() []float32 {
+	x := make([]float32, Dim)
+	f.episode(x)
+	x[fStop] = 1
+	return x
+}
+
+// episode fills the features every option of the state shares.
+func (f *Featurizer) episode(x []float32) {
+	st := f.st
+	x[fBias] = 1
+	x[fPanic] = b2f(f.panic)
+	x[fTimeout] = b2f(f.timeout)
+	if st.MaxSteps > 0 {
+		x[fStep] = float32(st.Step) / float32(st.MaxSteps)
+	}
+	x[fTries] = clip(float32(st.Tries) / 20)
+	x[fApplied] = clip(float32(st.Applied) / 3)
+	if n := len(st.Failing0); n > 0 {
+		x[fFailingShare] = float32(len(st.Failing)) / float32(n)
+	}
+}
+
+// Decision packs the features of options (rows of Dim) and the choice.
+func Decision(kind string, rows [][]float32, chosen int, temperature float64) *env.Decision {
+	d := &env.Decision{Kind: kind, Dim: Dim, Chosen: chosen, Temperature: temperature, Features: make([]float32, 0, len(rows)*Dim)}
+	for _, r := range rows {
+		d.Features = append(d.Features, r...)
+	}
+	return d
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func clip(v float32) float32 { return float32(math.Min(float64(v), 1)) }
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+func index(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return len(list) - 1
+}

@@ -168,4 +168,3 @@ func CutMiddle(s string, n int) string {
 	b.WriteString(s[len(s)-tail:])
 	return b.String()
 }
-

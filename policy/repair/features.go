@@ -32,7 +32,7 @@ const (
 )
 
 const (
-	fContext   = fKind + 8 + iota // len(Contexts) one-hot
+	fContext   = fKind + 8 + iota        // len(Contexts) one-hot
 	fNamedLine = fContext + 8 + iota - 1 // a failing test's message or panic names the line (±2)
 	fNamedFile
 	fPanic

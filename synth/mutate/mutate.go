@@ -253,9 +253,10 @@ func complexity(body *ast.BlockStmt) int {
 // when the process runs inside their module.
 func Check(fset *token.FileSet, path string, files []*ast.File, imp types.Importer) (*types.Info, error) {
 	info := &types.Info{
-		Types: map[ast.Expr]types.TypeAndValue{},
-		Defs:  map[*ast.Ident]types.Object{},
-		Uses:  map[*ast.Ident]types.Object{},
+		Types:  map[ast.Expr]types.TypeAndValue{},
+		Defs:   map[*ast.Ident]types.Object{},
+		Uses:   map[*ast.Ident]types.Object{},
+		Scopes: map[ast.Node]*types.Scope{},
 	}
 	var first error
 	conf := types.Config{Importer: imp, Error: func(err error) {

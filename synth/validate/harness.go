@@ -1,0 +1,884 @@
+package validate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/mutate"
+)
+
+// Harness is frog's env.Harness for Go tasks: go test -json for per-test
+// verdicts, per-test cover profiles, the repair templates of synth/mutate
+// for candidates, mutant schemata for tries (one build per candidate list,
+// then a test run per try), and a real build of the edited tree, with the
+// task's own test files put back, for the verdict.
+//
+// An outcome cache keyed by (task, workspace state, call) answers repeated
+// calls: the episodes of one task's group mostly see the same states. The
+// cache holds test outcomes only; a try never decides a reward, and the
+// verdict it caches was reached by a real build of exactly that state.
+// Harness is safe for concurrent use.
+type Harness struct {
+	ws  env.Workspaces
+	cfg HarnessConfig
+
+	cache *outcomes
+	st    harnessCounters
+}
+
+// HarnessConfig tunes a Harness.
+type HarnessConfig struct {
+	// TestTimeout bounds one run of tests (go test's -timeout, a test
+	// binary's -test.timeout); 2 minutes when zero.
+	TestTimeout time.Duration
+	// BuildTimeout bounds a build; 10 minutes when zero.
+	BuildTimeout time.Duration
+	// NoCache turns the outcome cache off; CacheEntries bounds it (100,000
+	// when zero).
+	NoCache      bool
+	CacheEntries int
+	// NoSchema makes every try a real build (go test with the candidate's
+	// file laid over): the plain path schemata are measured against.
+	NoSchema bool
+}
+
+var _ env.Harness = (*Harness)(nil)
+
+// NewHarness returns a harness for tasks whose workspaces ws lays out.
+func NewHarness(ws env.Workspaces, cfg HarnessConfig) *Harness {
+	if cfg.TestTimeout <= 0 {
+		cfg.TestTimeout = 2 * time.Minute
+	}
+	if cfg.BuildTimeout <= 0 {
+		cfg.BuildTimeout = 10 * time.Minute
+	}
+	if cfg.CacheEntries <= 0 {
+		cfg.CacheEntries = 100_000
+	}
+	return &Harness{ws: ws, cfg: cfg, cache: newOutcomes(cfg.CacheEntries)}
+}
+
+// HarnessStats counts what a harness did, for summaries.
+type HarnessStats struct {
+	// Calls and Hits count the cacheable calls and those the outcome cache
+	// answered; HitRate is their ratio.
+	Calls   int64   `json:"calls"`
+	Hits    int64   `json:"hits"`
+	HitRate float64 `json:"hit_rate"`
+	// Executions counts test runs (binaries and go test); Builds the
+	// schema builds; RealTries the tries that needed a real build.
+	Executions int64 `json:"executions"`
+	Builds     int64 `json:"schema_builds"`
+	Tries      int64 `json:"tries"`
+	RealTries  int64 `json:"real_tries"`
+	Verdicts   int64 `json:"verdicts"`
+}
+
+type harnessCounters struct {
+	calls, hits, execs, builds, tries, realTries, verdicts atomic.Int64
+}
+
+// Stats reports the harness's counters.
+func (h *Harness) Stats() HarnessStats {
+	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Executions: h.st.execs.Load(),
+		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load()}
+	if s.Calls > 0 {
+		s.HitRate = float64(s.Hits) / float64(s.Calls)
+	}
+	return s
+}
+
+// cached answers key from the cache, or computes it with f and stores it.
+func cached[T any](h *Harness, key string, f func() (T, int, error)) (T, env.Cost, error) {
+	h.st.calls.Add(1)
+	if !h.cfg.NoCache {
+		if v, ok := h.cache.get(key); ok {
+			h.st.hits.Add(1)
+			return v.(T), env.Cost{Cached: true}, nil
+		}
+	}
+	v, n, err := f()
+	h.st.execs.Add(int64(n))
+	if err == nil && !h.cfg.NoCache {
+		h.cache.put(key, v)
+	}
+	return v, env.Cost{Executions: n}, err
+}
+
+func key(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// RunTests runs the named tests (the deciding tests when none) with go test.
+func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string) (env.TestReport, env.Cost, error) {
+	t := ws.Task
+	if len(tests) == 0 {
+		tests = t.Tests()
+	}
+	if err := checkTestNames(tests); err != nil {
+		return env.TestReport{}, env.Cost{}, err
+	}
+	return cached(h, key("run", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.TestReport, int, error) {
+		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
+			"-timeout", h.cfg.TestTimeout.String(), "-run", runRegexp(tests), "./"+t.Dir())
+		if err != nil {
+			return env.TestReport{}, 0, err
+		}
+		return report(parseTestJSON(r), t.Dir()), 1, nil
+	})
+}
+
+var testName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func checkTestNames(tests []string) error {
+	for _, t := range tests {
+		if !testName.MatchString(t) {
+			return fmt.Errorf("test %q: want the name of a top-level test (TestX)", t)
+		}
+	}
+	return nil
+}
+
+// report turns a go test run into the agent's test report.
+func report(tr testRun, dir string) env.TestReport {
+	rep := env.TestReport{Built: tr.built, TimedOut: tr.timedOut}
+	if !tr.built {
+		rep.BuildOutput = strings.TrimSpace(tr.text)
+		if rep.BuildOutput == "" {
+			rep.BuildOutput = strings.TrimSpace(tr.raw)
+		}
+		return rep
+	}
+	add := func(name string, st env.TestStatus, out string) {
+		res := env.TestResult{Name: name, Status: st, Seconds: tr.elapsed[name].Seconds()}
+		if st != env.TestPass && st != env.TestSkip {
+			res.Message, res.File, res.Line, res.Frames = failure(out, dir)
+			if strings.Contains(out, "panic: test timed out") {
+				res.Status = env.TestTimeout
+			} else if strings.Contains(out, "panic: ") || strings.Contains(out, "[recovered]") {
+				res.Status = env.TestPanic
+			}
+		}
+		rep.Tests = append(rep.Tests, res)
+		if res.Status == env.TestPass {
+			rep.Passed++
+		} else {
+			rep.Failed++
+		}
+	}
+	for _, n := range tr.passed {
+		add(n, env.TestPass, "")
+	}
+	for _, n := range tr.failed {
+		add(n, env.TestFail, tr.output[n])
+	}
+	return rep
+}
+
+var (
+	failLine  = regexp.MustCompile(`^\s+([A-Za-z0-9_.\-]+\.go):([0-9]+): ?(.*)`)
+	frameFile = regexp.MustCompile(`^\s+(/\S+\.go):([0-9]+)`)
+)
+
+// failure reads a failed test's output: its message (the lines that are not
+// go test's framing, cut to 2 KiB), where the test said it failed, and a
+// panic's frames inside the workspace.
+func failure(out, dir string) (msg, file string, line int, frames []env.Frame) {
+	var keep []string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") || l == "" {
+			continue
+		}
+		if m := failLine.FindStringSubmatch(l); m != nil && file == "" {
+			file = path.Join(dir, m[1])
+			line, _ = strconv.Atoi(m[2])
+		}
+		if m := frameFile.FindStringSubmatch(l); m != nil && i > 0 {
+			if ws := workspaceRel(m[1]); ws != "" {
+				n, _ := strconv.Atoi(m[2])
+				fn := strings.TrimSpace(lines[i-1])
+				if j := strings.LastIndexByte(fn, '('); j > 0 {
+					fn = fn[:j]
+				}
+				if !strings.HasSuffix(ws, "_test.go") || len(frames) == 0 {
+					frames = append(frames, env.Frame{Func: fn, File: ws, Line: n})
+				}
+			}
+			continue
+		}
+		if len(keep) < 60 {
+			keep = append(keep, strings.TrimRight(l, " \t"))
+		}
+	}
+	return env.CutMiddle(strings.Join(keep, "\n"), 2<<10), file, line, frames
+}
+
+// workspaceRel maps an absolute path of a stack frame to the workspace, or
+// "" when it is outside (the standard library, the module cache). Sandboxes
+// keep the workspace in a directory named workspace.
+func workspaceRel(p string) string {
+	i := strings.LastIndex(p, "/workspace/")
+	if i < 0 {
+		return ""
+	}
+	return p[i+len("/workspace/"):]
+}
+
+// Coverage builds the package's tests with -cover and runs each named test
+// alone with a cover profile.
+func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string) (env.CoverageReport, env.Cost, error) {
+	t := ws.Task
+	if len(tests) == 0 {
+		tests = t.Tests()
+	}
+	if err := checkTestNames(tests); err != nil {
+		return env.CoverageReport{}, env.Cost{}, err
+	}
+	return cached(h, key("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
+		dir := t.Dir()
+		bin := ".frog/cover.test"
+		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-o", bin, "./"+dir)
+		if err != nil {
+			return env.CoverageReport{}, 0, err
+		}
+		if r.exit != 0 {
+			return env.CoverageReport{}, 0, fmt.Errorf("the tests do not build with coverage: %s", firstLines(string(r.out), 8))
+		}
+		rep := env.CoverageReport{Tests: map[string][]int{}, Passed: map[string]bool{}}
+		index := map[env.Block]int{}
+		execs := 0
+		for _, test := range tests {
+			prof := ".frog/cover.out"
+			r, err := runIn(ctx, sb, dir, upTo(dir)+bin, nil, h.cfg.TestTimeout+time.Second,
+				"-test.run", runRegexp([]string{test}), "-test.count=1", "-test.timeout", h.cfg.TestTimeout.String(),
+				"-test.coverprofile", upTo(dir)+prof)
+			if err != nil {
+				return env.CoverageReport{}, execs, err
+			}
+			execs++
+			rep.Passed[test] = r.exit == 0 && !r.timedOut
+			data, err := sb.ReadFile(ctx, prof)
+			if err != nil {
+				if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
+					return env.CoverageReport{}, execs, err
+				}
+				continue // the binary died before writing its profile
+			}
+			blocks, err := parseProfile(data)
+			if err != nil {
+				continue
+			}
+			var ix []int
+			for _, b := range blocks {
+				eb := env.Block{File: path.Join(dir, b.File), Start: b.StartLine, End: b.EndLine}
+				i, ok := index[eb]
+				if !ok {
+					i = len(rep.Blocks)
+					index[eb] = i
+					rep.Blocks = append(rep.Blocks, eb)
+				}
+				ix = append(ix, i)
+			}
+			slices.Sort(ix)
+			rep.Tests[test] = slices.Compact(ix)
+		}
+		return rep, execs, nil
+	})
+}
+
+// Candidates lists the repair templates of synth/mutate at lines, in the
+// files as the workspace holds them. Lines outside Go files of the task's
+// module are ignored.
+func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Workspace, lines []env.Line) ([]env.Candidate, error) {
+	t := ws.Task
+	var lkey strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&lkey, "%s:%d,", l.File, l.Line)
+	}
+	list, _, err := cached(h, key("cand", t.ID, ws.Hash(), lkey.String()), func() ([]env.Candidate, int, error) {
+		tmpl, err := h.ws.Template(ctx, t)
+		if err != nil {
+			return nil, 0, env.Infra(err)
+		}
+		byFile := map[string][]int{}
+		var order []string
+		for _, l := range lines {
+			f := path.Clean(l.File)
+			if !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") || !filepath.IsLocal(f) {
+				continue
+			}
+			if _, ok := byFile[f]; !ok {
+				order = append(order, f)
+			}
+			byFile[f] = append(byFile[f], l.Line)
+		}
+		// Candidates come in the order of lines: gather per line first.
+		type lc struct {
+			line env.Line
+			c    env.Candidate
+		}
+		perLine := map[env.Line][]env.Candidate{}
+		for _, f := range order {
+			pkg, err := loadPackage(tmpl, ws, path.Dir(f))
+			if err != nil {
+				return nil, 0, err
+			}
+			sf := pkg.files[f]
+			if sf == nil {
+				continue
+			}
+			for _, r := range mutate.Repairs(pkg.fset, sf.file, sf.src, pkg.info, byFile[f]) {
+				l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}
+				perLine[l] = append(perLine[l], env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
+					Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: toEnvEdits(r.Edits)})
+			}
+		}
+		var out []env.Candidate
+		seen := map[env.Line]bool{}
+		for _, l := range lines {
+			l.File = path.Clean(l.File)
+			if seen[l] {
+				continue
+			}
+			seen[l] = true
+			for _, c := range perLine[l] {
+				c.ID = len(out)
+				out = append(out, c)
+			}
+		}
+		return out, 0, nil
+	})
+	return list, err
+}
+
+func firstHit(lo, hi int, lines []int) int {
+	for _, l := range lines {
+		if lo <= l && l <= hi {
+			return l
+		}
+	}
+	return lo
+}
+
+func toEnvEdits(es []mutate.Edit) []env.Edit {
+	out := make([]env.Edit, len(es))
+	for i, e := range es {
+		out[i] = env.Edit{Offset: e.Offset, Old: e.Old, New: e.New}
+	}
+	return out
+}
+
+func toSynthEdits(es []env.Edit) []synth.Edit {
+	out := make([]synth.Edit, len(es))
+	for i, e := range es {
+		out[i] = synth.Edit{Offset: e.Offset, Old: e.Old, New: e.New}
+	}
+	return out
+}
+
+// typedPackage is one package of a workspace, parsed and (best effort)
+// type-checked.
+type typedPackage struct {
+	*pkgSource
+	info *types.Info
+}
+
+// loadPackage parses the non-test Go files of directory dir (module
+// relative) as the workspace holds them: the task's template with the
+// episode's changes laid over.
+func loadPackage(tmpl string, ws *env.Workspace, dir string) (*typedPackage, error) {
+	files := map[string][]byte{}
+	entries, err := os.ReadDir(filepath.Join(tmpl, filepath.FromSlash(dir)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, env.Infra(err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(tmpl, filepath.FromSlash(dir), n))
+		if err != nil {
+			return nil, env.Infra(err)
+		}
+		files[path.Join(dir, n)] = data
+	}
+	for f, data := range ws.Changed() {
+		if path.Dir(f) == dir && strings.HasSuffix(f, ".go") && !strings.HasSuffix(f, "_test.go") {
+			files[f] = data
+		}
+	}
+	ps, err := parseSources(dir, files)
+	if err != nil {
+		return nil, err
+	}
+	var asts []*ast.File
+	for _, n := range slices.Sorted(maps.Keys(ps.files)) {
+		asts = append(asts, ps.files[n].file)
+	}
+	info, _ := mutate.Check(ps.fset, dir, asts, importer.Default())
+	return &typedPackage{pkgSource: ps, info: info}, nil
+}
+
+// parseSources parses a package's non-test files from memory (paths module
+// relative, all in dir); a file that does not parse is the agent's mistake.
+func parseSources(dir string, files map[string][]byte) (*pkgSource, error) {
+	ps := &pkgSource{dir: strings.TrimPrefix(path.Clean(dir), "./"), fset: token.NewFileSet(), files: map[string]*srcFile{}}
+	if ps.dir == "" {
+		ps.dir = "."
+	}
+	for _, r := range slices.Sorted(maps.Keys(files)) {
+		src := files[r]
+		f, err := parser.ParseFile(ps.fset, r, src, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("%s does not parse: %v", r, err)
+		}
+		if ps.name == "" || ps.name == "main" {
+			ps.name = f.Name.Name
+		}
+		ps.files[r] = &srcFile{src: src, file: f, tf: ps.fset.File(f.Pos()), uses: importUses(f)}
+		ps.lines += strings.Count(string(src), "\n")
+	}
+	if len(ps.files) == 0 {
+		return nil, fmt.Errorf("no Go files in %s", dir)
+	}
+	return ps, nil
+}
+
+// Try runs the deciding tests with each candidate applied: through one
+// schema binary per (task, state, list) when the schema holds the
+// candidate, by a real build of the edited file otherwise.
+func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, list []env.Candidate, ids []int) ([]env.TryResult, env.Cost, error) {
+	t := ws.Task
+	lkey := listKey(list)
+	before, _, err := h.RunTests(ctx, sb, ws, nil)
+	if err != nil {
+		return nil, env.Cost{}, err
+	}
+	failing0 := before.Failing()
+	var out []env.TryResult
+	var total env.Cost
+	total.Cached = true
+	var sch *trySchema
+	for _, id := range ids {
+		if id < 0 || id >= len(list) {
+			return nil, total, fmt.Errorf("no candidate %d", id)
+		}
+		c := list[id]
+		res, cost, err := cached(h, key("try", t.ID, ws.Hash(), candKey(c)), func() (env.TryResult, int, error) {
+			h.st.tries.Add(1)
+			if ok, err := parses(ctx, sb, ws, c); err != nil || !ok {
+				return env.TryResult{Built: false, Failing: t.Tests()}, 0, err
+			}
+			if !h.cfg.NoSchema && (sch == nil || sch.key != lkey) {
+				var err error
+				if sch, err = h.schemaFor(ctx, sb, ws, list, lkey); err != nil {
+					return env.TryResult{}, 0, err
+				}
+			}
+			if !h.cfg.NoSchema && sch.holds(id) {
+				tr, n, err := h.trySchema(ctx, sb, t, sch, id)
+				tr.Schema = true
+				return tr, n, err
+			}
+			h.st.realTries.Add(1)
+			return h.tryReal(ctx, sb, ws, c)
+		})
+		if err != nil {
+			return nil, total, err
+		}
+		res.Candidate, res.Cached = id, cost.Cached
+		res.Fixed, res.Broken = diffFailing(failing0, res.Failing, t.Tests())
+		total.Executions += cost.Executions
+		total.Cached = total.Cached && cost.Cached
+		out = append(out, res)
+	}
+	return out, total, nil
+}
+
+// diffFailing says which tests a try fixed (failing before, not after) and
+// broke (passing before, failing after), among the deciding tests.
+func diffFailing(before, after, tests []string) (fixed, broken []string) {
+	for _, t := range tests {
+		was, is := slices.Contains(before, t), slices.Contains(after, t)
+		switch {
+		case was && !is:
+			fixed = append(fixed, t)
+		case !was && is:
+			broken = append(broken, t)
+		}
+	}
+	return fixed, broken
+}
+
+func listKey(list []env.Candidate) string {
+	var b strings.Builder
+	for _, c := range list {
+		b.WriteString(candKey(c))
+	}
+	return key(b.String())
+}
+
+func candKey(c env.Candidate) string {
+	data, _ := json.Marshal(struct {
+		F string
+		E []env.Edit
+	}{c.File, c.Edits})
+	return string(data)
+}
+
+// trySchema is a schema binary of one candidate list, built in a sandbox:
+// its metadata lives beside it there, so any episode's harness call finds it.
+type trySchema struct {
+	key string
+	bin string
+	dir string
+	// Bad are the candidate IDs the schema could not hold.
+	Bad map[int]bool `json:"bad"`
+}
+
+func (s *trySchema) holds(id int) bool { return !s.Bad[id] }
+
+// schemaFor builds the schema binary of list in sb, once per sandbox and
+// list: every candidate is one mutant (id = candidate ID + 1); candidates
+// the schema cannot hold (edits outside a function body, build errors
+// attributed to them) are tried by real builds.
+func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspace, list []env.Candidate, lkey string) (*trySchema, error) {
+	t := ws.Task
+	s := &trySchema{key: lkey, bin: ".frog/try-" + lkey[:16] + ".test", Bad: map[int]bool{}, dir: t.Dir()}
+	meta := ".frog/try-" + lkey[:16] + ".json"
+	if data, err := sb.ReadFile(ctx, meta); err == nil && json.Unmarshal(data, s) == nil {
+		return s, nil // built by an earlier try of this episode
+	} else if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
+		return nil, err
+	}
+	done := func() (*trySchema, error) {
+		data, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		return s, sb.WriteFile(ctx, meta, data)
+	}
+	tmpl, err := h.ws.Template(ctx, t)
+	if err != nil {
+		return nil, env.Infra(err)
+	}
+	byDir := map[string]bool{}
+	for _, c := range list {
+		byDir[path.Dir(c.File)] = true
+	}
+	if len(byDir) != 1 || !byDir[path.Clean(t.Dir())] {
+		// Candidates outside the tests' package: every try is a real build.
+		for _, c := range list {
+			s.Bad[c.ID] = true
+		}
+		return done()
+	}
+	pkg, err := loadPackage(tmpl, ws, t.Dir())
+	if err != nil {
+		return nil, err
+	}
+	live := map[int]bool{}
+	for _, c := range list {
+		// A candidate that does not parse would only break the build.
+		sf := pkg.files[c.File]
+		edited, err := env.Splice(sf.srcOrNil(), c.Edits)
+		if sf == nil || err != nil {
+			s.Bad[c.ID] = true
+			continue
+		}
+		if _, err := parser.ParseFile(token.NewFileSet(), c.File, edited, parser.SkipObjectResolution); err != nil {
+			s.Bad[c.ID] = true
+			continue
+		}
+		live[c.ID] = true
+	}
+	for attempt := 0; ; attempt++ {
+		var muts []schemaMutant
+		for _, c := range list {
+			if live[c.ID] {
+				muts = append(muts, schemaMutant{id: c.ID + 1, file: c.File, edits: toSynthEdits(c.Edits)})
+			}
+		}
+		if len(muts) == 0 {
+			break
+		}
+		sc, bad := pkg.build(muts)
+		for id := range bad {
+			s.Bad[id-1], live[id-1] = true, false
+		}
+		if len(bad) > 0 {
+			continue
+		}
+		ov, err := writeOverlayTo(ctx, sb, sc)
+		if err != nil {
+			return nil, err
+		}
+		h.st.builds.Add(1)
+		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-gcflags=-e", "-o", s.bin, "-overlay", ov, "./"+t.Dir())
+		if err != nil {
+			return nil, err
+		}
+		if r.exit == 0 && !r.timedOut {
+			break
+		}
+		blamed, unexplained := attribute(sc, string(r.out))
+		if unexplained || attempt >= 4 {
+			for id := range live {
+				if live[id] {
+					s.Bad[id] = true
+				}
+			}
+			break
+		}
+		for id := range blamed {
+			s.Bad[id-1], live[id-1] = true, false
+		}
+	}
+	return done()
+}
+
+// trySchema runs candidate id through the schema: the failing tests first,
+// and the rest of the deciding tests only when some failing one passes.
+func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s *trySchema, id int) (env.TryResult, int, error) {
+	env1 := []string{"FROG_MUTANT=" + strconv.Itoa(id+1)}
+	run := func(tests []string) (testRun, error) {
+		r, err := runIn(ctx, sb, s.dir, upTo(s.dir)+s.bin, env1, h.cfg.TestTimeout+time.Second,
+			"-test.v=test2json", "-test.count=1", "-test.timeout", h.cfg.TestTimeout.String(), "-test.run", runRegexp(tests))
+		if err != nil {
+			return testRun{}, err
+		}
+		return parseChatty(r), nil
+	}
+	first, err := run(t.FailToPass)
+	if err != nil {
+		return env.TryResult{}, 0, err
+	}
+	failing := notPassed(t.FailToPass, first)
+	if len(failing) == len(t.FailToPass) || len(t.PassToPass) == 0 {
+		return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, 1, nil
+	}
+	second, err := run(t.PassToPass)
+	if err != nil {
+		return env.TryResult{}, 1, err
+	}
+	failing = append(failing, notPassed(t.PassToPass, second)...)
+	return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, 2, nil
+}
+
+func notPassed(tests []string, tr testRun) []string {
+	var out []string
+	for _, t := range tests {
+		if !slices.Contains(tr.passed, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tryReal runs the deciding tests with the candidate's file laid over the
+// workspace by go test's -overlay: a real build.
+func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace, c env.Candidate) (env.TryResult, int, error) {
+	t := ws.Task
+	cur, err := currentFile(ctx, sb, ws, c.File)
+	if err != nil {
+		return env.TryResult{}, 0, err
+	}
+	edited, err := env.Splice(cur, c.Edits)
+	if err != nil {
+		return env.TryResult{}, 0, fmt.Errorf("candidate %d does not apply: %v", c.ID, err)
+	}
+	dst := ".frog/real/" + c.File
+	if err := sb.WriteFile(ctx, dst, edited); err != nil {
+		return env.TryResult{}, 0, err
+	}
+	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {c.File: dst}})
+	if err := sb.WriteFile(ctx, ".frog/real.json", ov); err != nil {
+		return env.TryResult{}, 0, err
+	}
+	r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
+		"-timeout", h.cfg.TestTimeout.String(), "-overlay", ".frog/real.json", "-run", runRegexp(t.Tests()), "./"+t.Dir())
+	if err != nil {
+		return env.TryResult{}, 0, err
+	}
+	tr := parseTestJSON(r)
+	if !tr.built {
+		return env.TryResult{Built: false, Failing: t.Tests()}, 1, nil
+	}
+	failing := notPassed(t.Tests(), tr)
+	return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, 1, nil
+}
+
+// parses reports whether the candidate's file still parses with it applied
+// (a candidate that does not is no build at all).
+func parses(ctx context.Context, sb env.Sandbox, ws *env.Workspace, c env.Candidate) (bool, error) {
+	cur, err := currentFile(ctx, sb, ws, c.File)
+	if err != nil {
+		return false, err
+	}
+	edited, err := env.Splice(cur, c.Edits)
+	if err != nil {
+		return false, fmt.Errorf("candidate %d does not apply: %v", c.ID, err)
+	}
+	_, err = parser.ParseFile(token.NewFileSet(), c.File, edited, parser.SkipObjectResolution)
+	return err == nil, nil
+}
+
+// currentFile is a file as the workspace holds it now.
+func currentFile(ctx context.Context, sb env.Sandbox, ws *env.Workspace, f string) ([]byte, error) {
+	if data, ok := ws.Changed()[f]; ok {
+		return data, nil
+	}
+	return sb.ReadFile(ctx, f)
+}
+
+// Verdict puts the task's own test files back (and testdata), builds the
+// edited tree and runs the deciding tests: a real build, whatever any
+// schema said. Its outcome is cached by the exact state it judged.
+func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (bool, env.Cost, error) {
+	t := ws.Task
+	return cached(h, key("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
+		h.st.verdicts.Add(1)
+		if err := h.restoreTests(ctx, sb, ws); err != nil {
+			return false, 0, err
+		}
+		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
+			"-timeout", h.cfg.TestTimeout.String(), "-run", runRegexp(t.Tests()), "./"+t.Dir())
+		if err != nil {
+			return false, 0, err
+		}
+		tr := parseTestJSON(r)
+		return tr.built && !tr.timedOut && len(notPassed(t.Tests(), tr)) == 0, 1, nil
+	})
+}
+
+// restoreTests writes back, from the task's template, every test file and
+// testdata file the episode changed, and empties the test files it added
+// (a Go file that is empty but for nothing is a build error, so they get a
+// package clause and nothing else).
+func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace) error {
+	var tmpl string
+	for _, f := range ws.Files() {
+		if !strings.HasSuffix(f, "_test.go") && !slices.Contains(strings.Split(f, "/"), "testdata") {
+			continue
+		}
+		if tmpl == "" {
+			var err error
+			if tmpl, err = h.ws.Template(ctx, ws.Task); err != nil {
+				return env.Infra(err)
+			}
+		}
+		orig, err := os.ReadFile(filepath.Join(tmpl, filepath.FromSlash(f)))
+		switch {
+		case errors.Is(err, os.ErrNotExist) && strings.HasSuffix(f, ".go"):
+			orig = []byte("package " + packageName(ws.Changed()[f]) + "\n")
+		case errors.Is(err, os.ErrNotExist):
+			orig = nil
+		case err != nil:
+			return env.Infra(err)
+		}
+		if err := sb.WriteFile(ctx, f, orig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func packageName(src []byte) string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.PackageClauseOnly)
+	if err != nil {
+		return "main"
+	}
+	return f.Name.Name
+}
+
+// goCmd runs the go command at the workspace root of sb, offline.
+func (h *Harness) goCmd(ctx context.Context, sb env.Sandbox, timeout time.Duration, args ...string) (runResult, error) {
+	var b strings.Builder
+	b.WriteString("exec env")
+	for _, a := range slices.Concat(goEnv, []string{"go"}, args) {
+		b.WriteString(" " + shellQuote(a))
+	}
+	return execIn(ctx, sb, timeout, "sh", "-c", b.String())
+}
+
+// runIn runs binary bin (relative to dir) in the workspace directory dir
+// with extra environment variables.
+func runIn(ctx context.Context, sb env.Sandbox, dir, bin string, vars []string, timeout time.Duration, args ...string) (runResult, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cd %s && ", shellQuote(dir))
+	for _, v := range vars {
+		b.WriteString(shellQuote(v) + " ")
+	}
+	b.WriteString("exec " + shellQuote(bin))
+	for _, a := range args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	return execIn(ctx, sb, timeout, "sh", "-c", b.String())
+}
+
+func execIn(ctx context.Context, sb env.Sandbox, timeout time.Duration, argv ...string) (runResult, error) {
+	r, err := sb.Exec(ctx, env.ExecOptions{Cmd: argv, Timeout: timeout, MaxOutput: maxOutput})
+	if err != nil {
+		return runResult{}, err
+	}
+	res := runResult{exit: r.ExitCode, out: append(r.Stdout, r.Stderr...), timedOut: r.TimedOut, wall: r.Duration}
+	if r.TimedOut {
+		res.exit = -1
+	}
+	return res, nil
+}
+
+// writeOverlayTo writes a schema's files and its overlay file into sb.
+func writeOverlayTo(ctx context.Context, sb env.Sandbox, sc *schema) (string, error) {
+	const dir = ".frog/ov"
+	replace := map[string]string{}
+	for rel, data := range sc.files {
+		dst := path.Join(dir, rel)
+		if err := sb.WriteFile(ctx, dst, data); err != nil {
+			return "", fmt.Errorf("write schema: %w", err)
+		}
+		replace[rel] = dst
+	}
+	data, err := json.Marshal(map[string]map[string]string{"Replace": replace})
+	if err != nil {
+		return "", err
+	}
+	ov := dir + ".json"
+	return ov, sb.WriteFile(ctx, ov, data)
+}
+
+
+func (sf *srcFile) srcOrNil() []byte {
+	if sf == nil {
+		return nil
+	}
+	return sf.src
+}

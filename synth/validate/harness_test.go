@@ -1,0 +1,267 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/frognano/frog/env"
+)
+
+// dirWorkspaces lays out every task from one prepared directory.
+type dirWorkspaces struct{ dir string }
+
+func (d dirWorkspaces) Template(context.Context, *env.Task) (string, error) { return d.dir, nil }
+
+// buggyTiny copies the tiny module with Max's comparison flipped (the fix:
+// > for <) and returns the copy and the task.
+func buggyTiny(t *testing.T) (string, *env.Task) {
+	t.Helper()
+	dir := t.TempDir()
+	err := filepath.WalkDir(tinyModule, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(tinyModule, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == filepath.Join("calc", "calc.go") {
+			data = []byte(strings.Replace(string(data), "if a > b {", "if a < b {", 1))
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &env.Task{ID: "tiny.max", Repo: "example.com/tiny", FailToPass: []string{"TestMax"},
+		PassToPass: []string{"TestAbs", "TestCount", "TestSqrt"},
+		TestCmd:    []string{"go", "test", "-count=1", "-vet=off", "-run", "^(TestMax|TestAbs|TestCount|TestSqrt)$", "./calc"}}
+	return dir, task
+}
+
+// laidOut opens a process sandbox holding the template's files.
+func laidOut(t *testing.T, tmpl string) env.Sandbox {
+	t.Helper()
+	sb := sandbox(t)
+	err := filepath.WalkDir(tmpl, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(tmpl, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return sb.WriteFile(context.Background(), filepath.ToSlash(rel), data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+// scripted plays actions computed from the episode so far.
+type scripted func(obs env.Observation) env.Action
+
+func (s scripted) Act(_ context.Context, o env.Observation) (env.Action, error) { return s(o), nil }
+
+// repairAgent runs the tests, measures coverage, lists candidates at Max's
+// lines, tries them all and applies the first that passes everything.
+func repairAgent(o env.Observation) env.Action {
+	h := o.History
+	switch len(h) {
+	case 0:
+		return env.Action{Tool: env.ToolRunTests}
+	case 1:
+		return env.Action{Tool: env.ToolCoverage}
+	case 2:
+		var lines []env.Line
+		cov := h[1].Result.Coverage
+		for _, i := range cov.Tests["TestMax"] {
+			b := cov.Blocks[i]
+			for l := b.Start; l <= b.End; l++ {
+				lines = append(lines, env.Line{File: b.File, Line: l})
+			}
+		}
+		return env.Action{Tool: env.ToolCandidates, Lines: lines}
+	case 3:
+		var ids []int
+		for _, c := range h[2].Result.Candidates {
+			ids = append(ids, c.ID)
+		}
+		return env.Action{Tool: env.ToolTry, Candidates: ids}
+	case 4:
+		for _, tr := range h[3].Result.Tries {
+			if tr.AllPass {
+				return env.Action{Tool: env.ToolApply, Candidates: []int{tr.Candidate}}
+			}
+		}
+	}
+	return env.Action{Tool: env.ToolSubmit}
+}
+
+func TestHarnessRepairsATask(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
+	for _, name := range []string{"first", "second (cached)"} {
+		t.Run(name, func(t *testing.T) {
+			sb := laidOut(t, tmpl)
+			traj, err := env.Run(context.Background(), sb, scripted(repairAgent), task, env.RunOptions{MaxSteps: 10, Harness: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if traj.Reward != 1 {
+				var out []string
+				for _, s := range traj.Steps {
+					out = append(out, s.Action.Tool.String()+": "+s.Result.Output)
+				}
+				t.Fatalf("reward %v:\n%s", traj.Reward, strings.Join(out, "\n"))
+			}
+			rep := traj.Steps[0].Result.Tests
+			if st, _ := rep.Status("TestMax"); st != env.TestFail || rep.Passed != 3 {
+				t.Errorf("initial report: TestMax %v, %d passed; want it failing and 3 passing", st, rep.Passed)
+			}
+			var max env.TestResult
+			for _, r := range rep.Tests {
+				if r.Name == "TestMax" {
+					max = r
+				}
+			}
+			if max.File != "calc/calc_test.go" || max.Line == 0 || max.Message == "" {
+				t.Errorf("TestMax's failure: %+v; want its file:line and message", max)
+			}
+			tries := traj.Steps[3].Result.Tries
+			if len(tries) < 2 {
+				t.Fatalf("only %d tries", len(tries))
+			}
+			schema := 0
+			for _, tr := range tries {
+				if tr.Schema {
+					schema++
+				}
+			}
+			if schema == 0 && name == "first" {
+				t.Errorf("no try went through a schema")
+			}
+		})
+	}
+	st := h.Stats()
+	if st.Hits == 0 || st.Builds != 1 {
+		t.Errorf("stats %+v: the second episode should be answered from the cache, with one schema build in all", st)
+	}
+}
+
+// TestSchemaAgreesWithRealBuild tries every candidate at Max's and Sqrt's
+// lines both ways: through the schema and by a real build of the edited
+// file. Verdicts must agree, candidates that break the build included.
+func TestSchemaAgreesWithRealBuild(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	sb := laidOut(t, tmpl)
+	ctx := context.Background()
+	ws := env.NewWorkspace(task)
+	schema := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true})
+	real := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, NoSchema: true})
+	var lines []env.Line
+	for _, l := range []int{8, 9, 46, 47} { // Max's comparison, Sqrt's loop
+		lines = append(lines, env.Line{File: "calc/calc.go", Line: l})
+	}
+	list, err := schema.Candidates(ctx, sb, ws, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A candidate that cannot build: a token that is no Go.
+	list = append(list, env.Candidate{ID: len(list), File: "calc/calc.go", Line: 8, Op: "junk", Desc: "junk",
+		Edits: []env.Edit{{Offset: strings.Index(string(mustRead(t, tmpl, "calc/calc.go")), "if a < b"), Old: "if", New: "iff"}}})
+	ids := make([]int, len(list))
+	for i := range ids {
+		ids[i] = i
+	}
+	a, _, err := schema.Try(ctx, sb, ws, list, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := real.Try(ctx, sb, ws, list, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixes := 0
+	for i := range a {
+		ga, gb := a[i], b[i]
+		if ga.AllPass != gb.AllPass || ga.Built != gb.Built && !(ga.Built && !ga.AllPass && !gb.Built) {
+			t.Errorf("candidate %d (%s): schema %+v, real build %+v", i, list[i].Desc, ga, gb)
+		}
+		if ga.AllPass {
+			fixes++
+		}
+	}
+	if fixes == 0 {
+		t.Errorf("no candidate of %d fixes Max", len(list))
+	}
+	if last := b[len(b)-1]; last.Built || last.AllPass {
+		t.Errorf("the junk candidate built: %+v", last)
+	}
+	if st := schema.Stats(); st.Builds != 1 || st.RealTries != 0 {
+		t.Errorf("schema harness: %+v; want one build and no real try (the junk does not parse)", st)
+	}
+}
+
+func mustRead(t *testing.T, dir, rel string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestVerdictTrustsTheTasksTests: an agent that rewrites the failing test to
+// pass, or adds a test file, or breaks the build, gets 0; unchanged gets 0.
+func TestVerdictTrustsTheTasksTests(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
+	testSrc := string(mustRead(t, tmpl, "calc/calc_test.go"))
+	for _, tt := range []struct {
+		name  string
+		edits []env.Action
+	}{
+		{"unchanged", nil},
+		{"test rewritten", []env.Action{{Tool: env.ToolEdit, Path: "calc/calc_test.go", New: "package calc\n\nimport \"testing\"\n\nfunc TestMax(t *testing.T) {}\nfunc TestAbs(t *testing.T) {}\nfunc TestCount(t *testing.T) {}\nfunc TestSqrt(t *testing.T) {}\n"}}},
+		{"build broken", []env.Action{{Tool: env.ToolEdit, Path: "calc/calc.go", Old: "func Max", New: "func Max)"}}},
+		{"tests appended", []env.Action{{Tool: env.ToolEdit, Path: "calc/calc_test.go", New: testSrc + "\nfunc init() { panic(1) }\n"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sb := laidOut(t, tmpl)
+			acts := append(tt.edits, env.Action{Tool: env.ToolSubmit})
+			traj, err := env.Run(context.Background(), sb, scripted(func(o env.Observation) env.Action { return acts[o.Step] }), task,
+				env.RunOptions{MaxSteps: 5, Harness: h})
+			if err != nil {
+				t.Fatalf("an agent's edit became an error: %v (infra %v)", err, errors.Is(err, env.ErrInfra))
+			}
+			if traj.Reward != 0 {
+				t.Errorf("reward %v, want 0", traj.Reward)
+			}
+		})
+	}
+}
+
+func TestRunTestsRefusesBadNames(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
+	_, _, err := h.RunTests(context.Background(), laidOut(t, tmpl), env.NewWorkspace(task), []string{"TestMax|.*"})
+	if err == nil || errors.Is(err, env.ErrInfra) {
+		t.Fatalf("RunTests with a regexp for a name: %v; want the agent's error", err)
+	}
+	if !slices.Contains(task.Tests(), "TestMax") {
+		t.Fatal("task tests")
+	}
+}

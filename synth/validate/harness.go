@@ -875,7 +875,6 @@ func writeOverlayTo(ctx context.Context, sb env.Sandbox, sc *schema) (string, er
 	return ov, sb.WriteFile(ctx, ov, data)
 }
 
-
 func (sf *srcFile) srcOrNil() []byte {
 	if sf == nil {
 		return nil

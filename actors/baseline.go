@@ -214,7 +214,7 @@ func (a *chanAgent) Act(ctx context.Context, obs env.Observation) (env.Action, e
 func baselineEpisode(ctx context.Context, cfg Config, prov env.Provider, spec *episodeSpec, requests chan<- baselineReq, c *Counters) *EpisodeResult {
 	res := &EpisodeResult{Episode: spec.id, Group: spec.group, GroupSize: spec.groupSize, Task: spec.task}
 	agent := &chanAgent{requests: requests, reply: make(chan baselineResp, 1)}
-	d := &episodeDeps{provider: prov, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps}, closeTimeout: cfg.CloseTimeout, log: zerolog.Nop()}
+	d := &episodeDeps{provider: prov, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps, MaxTries: cfg.MaxTries}, closeTimeout: cfg.CloseTimeout, log: zerolog.Nop()}
 	for attempt := 0; attempt < cfg.MaxAttempts; attempt++ {
 		res.Attempts = attempt + 1
 		traj, err := runAttempt(ctx, d, spec, attempt, agent)

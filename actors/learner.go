@@ -96,6 +96,7 @@ type learner struct {
 	b           *batcher
 	maxFailures int
 	onUpdate    func(UpdateRecord)
+	onEpisode   func(*EpisodeResult)
 	log         zerolog.Logger
 	root        *actor.RootContext
 	runners     *sync.WaitGroup
@@ -119,6 +120,9 @@ func (l *learner) Receive(ctx actor.Context) {
 		l.ctx, l.cancel = context.WithCancel(l.runCtx)
 		l.pol = l.l.Policy()
 	case *EpisodeResult:
+		if l.onEpisode != nil {
+			l.onEpisode(m)
+		}
 		if l.b.add(m) {
 			l.queue = append(l.queue, pendingBatch{groups: l.b.take(), trigger: m})
 			l.next(ctx)

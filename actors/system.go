@@ -39,8 +39,10 @@ type Config struct {
 	// MaxAttempts is the most sandboxes one episode may use (1 + retries
 	// after infrastructure faults).
 	MaxAttempts int `json:"max_attempts"`
-	// MaxSteps bounds the actions of one episode.
+	// MaxSteps bounds the actions of one episode, MaxTries the candidates
+	// it may try (0: no bound but the steps).
 	MaxSteps int `json:"max_steps"`
+	MaxTries int `json:"max_tries,omitempty"`
 	// MaxBatch and MaxWait shape the policy server's batches; MaxWait 0
 	// means natural batching. InferenceWorkers is the most batches run at once.
 	MaxBatch         int           `json:"max_batch"`
@@ -97,6 +99,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-retries %d: want >= 0", c.MaxAttempts-1)
 	case c.MaxSteps < 1:
 		return fmt.Errorf("--max-steps %d: want >= 1", c.MaxSteps)
+	case c.MaxTries < 0:
+		return fmt.Errorf("--tries %d: want >= 0", c.MaxTries)
 	case c.MaxBatch < 1:
 		return fmt.Errorf("--max-batch %d: want >= 1", c.MaxBatch)
 	case c.MaxWait < 0:
@@ -142,9 +146,17 @@ type Deps struct {
 	Source     synth.Source
 	Curriculum synth.Curriculum
 	Log        zerolog.Logger
+	// Harness, when set, runs the episodes' test-aware tools and verdicts
+	// (real tasks); without one, run_tests is the task's test command.
+	Harness env.Harness
 	// OnUpdate, when set, is called from the learner actor after every
 	// update (to write metrics.jsonl); it must not block for long.
 	OnUpdate func(UpdateRecord)
+	// OnEpisode, when set, is called from the learner actor with every
+	// episode's result as it is filed (to export trajectories, to evaluate);
+	// it must not block for long, and must not keep the result's pointers
+	// past the call unless it copies them.
+	OnEpisode func(*EpisodeResult)
 	// Counters, when set, receives the scheduler's tallies as they change.
 	Counters *Counters
 }
@@ -222,12 +234,12 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &learner{l: deps.Learner, server: serverPID, b: newBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness),
-			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, log: log,
+			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, onEpisode: deps.OnEpisode, log: log,
 			root: root, runners: &runners, runCtx: ctx}
 	}), "learner")
 	edeps := &episodeDeps{
 		run: cfg.Run, provider: deps.Provider, server: serverPID, learner: learnerPID,
-		maxAttempts: cfg.MaxAttempts, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps},
+		maxAttempts: cfg.MaxAttempts, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps, MaxTries: cfg.MaxTries, Harness: deps.Harness},
 		closeTimeout: cfg.CloseTimeout, root: root, runners: &runners, log: log,
 	}
 	if im, ok := deps.Provider.(env.Immediate); ok && im.Immediate() {

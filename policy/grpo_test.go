@@ -59,3 +59,21 @@ func TestStalenessWeight(t *testing.T) {
 		t.Error("StalenessWeight does not drop exactly the actions older than the bound")
 	}
 }
+
+func TestWilson(t *testing.T) {
+	for _, tt := range []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 0, 0, 1},
+		{0, 10, 0, 0.2775},
+		{10, 10, 0.7225, 1},
+		{50, 100, 0.4038, 0.5962},
+		{1, 200, 0.00088, 0.02776},
+	} {
+		lo, hi := Wilson(tt.k, tt.n)
+		if math.Abs(lo-tt.lo) > 5e-4 || math.Abs(hi-tt.hi) > 5e-4 {
+			t.Errorf("Wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tt.k, tt.n, lo, hi, tt.lo, tt.hi)
+		}
+	}
+}

@@ -1,6 +1,12 @@
 package synth
 
 import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth/mutate"
 )
@@ -82,4 +88,85 @@ type Validation struct {
 	TestsCovering int `json:"tests_covering,omitempty"`
 	// DiffHash is the normalized-diff hash the task is deduplicated by.
 	DiffHash string `json:"diff_hash"`
+}
+
+// ErrInvalid marks a task record that lacks what a task needs, or names a
+// file outside its module.
+var ErrInvalid = errors.New("invalid task")
+
+// Validate reports the first thing that makes r unusable as a task, in an
+// error wrapping ErrInvalid: no instance_id, repo, patch, test_cmd,
+// FAIL_TO_PASS or PASS_TO_PASS test, no mutation or a mutation without
+// edits, or a file path (the task's file, a mutation's, the gold patch's,
+// the package test_cmd tests) that leaves the module (see LocalPath).
+func (r TaskRecord) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.ID == "":
+		return bad("no instance_id")
+	case r.Repo == "":
+		return bad("no repo")
+	case r.Patch == "":
+		return bad("no patch")
+	case len(r.TestCmd) == 0:
+		return bad("no test_cmd")
+	case len(r.FailToPass) == 0:
+		return bad("no FAIL_TO_PASS test")
+	case len(r.PassToPass) == 0:
+		return bad("no PASS_TO_PASS test")
+	case len(r.Mutations) == 0:
+		return bad("no mutations")
+	}
+	if r.File != "" {
+		if err := LocalPath(r.File); err != nil {
+			return bad("file: %v", err)
+		}
+	}
+	for i, m := range r.Mutations {
+		if err := LocalPath(m.File); err != nil {
+			return bad("mutation %d: %v", i+1, err)
+		}
+		if len(m.Edits) == 0 {
+			return bad("mutation %d of %s: no edits", i+1, m.File)
+		}
+		for _, e := range m.Edits {
+			if e.Offset < 0 {
+				return bad("mutation %d of %s: edit at offset %d", i+1, m.File, e.Offset)
+			}
+		}
+	}
+	for file := range SplitPatch(r.Patch) {
+		if err := LocalPath(file); err != nil {
+			return bad("patch: %v", err)
+		}
+	}
+	if len(r.TestCmd) > 2 && r.TestCmd[0] == "go" && r.TestCmd[1] == "test" {
+		if pkg := r.TestCmd[len(r.TestCmd)-1]; !strings.HasPrefix(pkg, "-") {
+			if err := LocalPath(pkg); err != nil {
+				return bad("test_cmd package: %v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// LocalPath checks that p, a slash-separated path relative to a module's
+// root, names something inside the module: not empty, not absolute (nor a
+// Windows volume path), and not leaving it through "..". A task's paths are
+// refused unless they pass, for reads as for writes.
+func LocalPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case strings.ContainsRune(p, '\\') || strings.ContainsRune(p, 0):
+		return fmt.Errorf("path %q: want a slash-separated path", p)
+	case path.IsAbs(p) || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
+		return fmt.Errorf("path %q is absolute: want one inside the module", p)
+	}
+	if c := path.Clean(p); c == ".." || strings.HasPrefix(c, "../") {
+		return fmt.Errorf("path %q leaves the module", p)
+	}
+	return nil
 }

@@ -3,8 +3,12 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,18 +65,139 @@ func newTiny(t *testing.T) *Synthesizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := process.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	prov, err := process.New(cfg, zerolog.Nop())
+	return newSynth(t, []Module{m}, Config{})
+}
+
+// newSynth returns a Synthesizer over mods validating in process
+// sandboxes, closed at the end of the test; cfg's zero fields get the
+// tests' defaults.
+func newSynth(t *testing.T, mods []Module, cfg Config) *Synthesizer {
+	t.Helper()
+	pcfg := process.DefaultConfig()
+	pcfg.Dir = t.TempDir()
+	prov, err := process.New(pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New([]Module{m}, Config{Validate: validate.Config{MinTimeout: 5 * time.Second}, Seed: 1, Provider: prov}, zerolog.Nop())
+	cfg.Provider = prov
+	if cfg.Validate.MinTimeout == 0 {
+		cfg.Validate.MinTimeout = 5 * time.Second
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	s, err := New(mods, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
+}
+
+// tinies returns n copies of the tiny module, example.com/tiny1 ...
+func tinies(t *testing.T, n int) []Module {
+	t.Helper()
+	var mods []Module
+	for i := 1; i <= n; i++ {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint("tiny", i))
+		if err := copyTree(tiny, dir); err != nil {
+			t.Fatal(err)
+		}
+		gomod := fmt.Sprintf("module example.com/tiny%d\n\ngo 1.22\n", i)
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := Local(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, m)
+	}
+	return mods
+}
+
+func generate(t *testing.T, s *Synthesizer, n int) []synth.TaskRecord {
+	t.Helper()
+	var recs []synth.TaskRecord
+	err := s.Generate(context.Background(), n, func(r synth.TaskRecord) error {
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrExhausted) {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// Work spreads across modules from the start: every module has a chunk of
+// mutants validated before any has a second, instead of the first module
+// being drained before the next is touched.
+func TestSynthesizerSpreadsAcrossModules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on modules")
+	}
+	mods := tinies(t, 2)
+	var s *Synthesizer
+	var order []string // the module of each verdict, in order
+	tried := map[string]int{}
+	observe := func(validate.Mutant, validate.Result) {
+		for _, ms := range s.Stats().Modules {
+			if ms.Tried > tried[ms.Module] {
+				tried[ms.Module] = ms.Tried
+				order = append(order, ms.Module)
+			}
+		}
+	}
+	// One worker, chunks of 8 (tiny's package is small), 16 mutants each.
+	s = newSynth(t, mods, Config{Workers: 1, MaxMutants: 16, Combos: -1, Validate: validate.Config{BatchSize: 8}, Observe: observe})
+	recs := generate(t, s, 0)
+	if len(order) != 2*16 {
+		t.Fatalf("%d verdicts, want %d", len(order), 2*16)
+	}
+	for _, m := range mods {
+		if !slices.Contains(order[:16], m.Path) {
+			t.Errorf("no mutant of %s among the first 16 validated: %v", m.Path, order)
+		}
+		if !slices.ContainsFunc(recs, func(r synth.TaskRecord) bool { return r.Repo == m.Path }) {
+			t.Errorf("no task of %s", m.Path)
+		}
+	}
+	for _, ms := range s.Stats().Modules {
+		if ms.Candidates == 0 {
+			t.Errorf("module %s: no candidate mutant counted", ms.Module)
+		}
+	}
+}
+
+// A synthesizer given the tasks of a store continues it: none of them is
+// made again.
+func TestSynthesizerContinuesAStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	m, err := Local(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Workers: 1, MaxMutants: 32, Combos: -1}
+	before := generate(t, newSynth(t, []Module{m}, cfg), 3)
+	if len(before) != 3 {
+		t.Fatalf("%d tasks, want 3", len(before))
+	}
+	cfg.Existing = before
+	s := newSynth(t, []Module{m}, cfg)
+	after := generate(t, s, 0)
+	for _, r := range after {
+		if slices.ContainsFunc(before, func(b synth.TaskRecord) bool { return b.ID == r.ID }) {
+			t.Errorf("task %s made again", r.ID)
+		}
+	}
+	if len(after) == 0 {
+		t.Errorf("no new task; stats %+v", s.Stats().Total)
+	}
+	if d := s.Stats().Total.Duplicate; d < len(before) {
+		t.Errorf("%d duplicates, want at least the %d tasks of the store", d, len(before))
+	}
 }
 
 func TestSynthesizerTasks(t *testing.T) {

@@ -52,6 +52,10 @@ type Config struct {
 	// Observe, when set, is called with every verdict, from the workers'
 	// goroutines (concurrently).
 	Observe func(validate.Mutant, validate.Result)
+	// Existing are tasks made before (a store being continued): each
+	// counts as seen in the module it names (repo, and version for the
+	// (function, FAIL_TO_PASS) rule), so that none is made again.
+	Existing []synth.TaskRecord
 }
 
 // ModuleStats is the yield of one module.
@@ -62,10 +66,16 @@ type ModuleStats struct {
 	Packages int      `json:"packages"`
 	Prepared int      `json:"prepared"`
 	Skipped  []string `json:"skipped,omitempty"`
+	// Candidates estimates the single mutants the module's packages offer
+	// (at most MaxMutants each): its weight in the schedule.
+	Candidates int `json:"candidates"`
 	// Flaky counts tests excluded because they passed in only one baseline
-	// run; Slow those excluded for taking longer than MaxTestTime.
-	Flaky int `json:"flaky"`
-	Slow  int `json:"slow"`
+	// run; Slow those excluded for taking longer than MaxTestTime; Failing
+	// those that failed at baseline. LeftOut names them per package.
+	Flaky   int      `json:"flaky"`
+	Slow    int      `json:"slow"`
+	Failing int      `json:"baseline_failing"`
+	LeftOut []string `json:"left_out,omitempty"`
 	validate.Counters
 }
 
@@ -78,12 +88,15 @@ type Stats struct {
 }
 
 // Synthesizer makes validated bug-fix tasks from the packages of its
-// modules. Its workers take packages in turn from each module, so that the
-// first tasks already come from many modules. A package is prepared
-// (baseline runs, coverage map) by the worker that takes it; its single
-// mutants are validated first, then combinations of those its tests caught.
-// Generate and Tasks may be called from several goroutines; they are
-// serialized.
+// modules, spread across them from the first task: each module is given
+// work in proportion to what it can yield (its packages' candidate
+// mutants, see schedule.go), in chunks that start small and grow with the
+// work done, so that a small store already holds tasks of most modules
+// and a big run still compiles its mutants in big schemata. A package is
+// prepared (baseline runs, coverage map) by the worker that takes it; its
+// single mutants are validated first, then combinations of those its
+// tests caught. Generate and Tasks may be called from several goroutines;
+// they are serialized.
 type Synthesizer struct {
 	log zerolog.Logger
 	cfg Config
@@ -94,9 +107,9 @@ type Synthesizer struct {
 	pool    []synth.TaskRecord // valid tasks not yet handed out
 
 	qmu    sync.Mutex
-	qcond  *sync.Cond // signalled when jobs are queued or one ends
-	jobs   []*job     // to do, in the order they are taken
-	active int        // jobs being done, which may queue more
+	qcond  *sync.Cond // signalled when work becomes available or a job ends
+	sched  schedule   // guarded by qmu
+	active int        // jobs being done, which may make more work
 
 	statsMu sync.Mutex
 	fams    map[string]*validate.Counters
@@ -110,23 +123,8 @@ type modState struct {
 	stats ModuleStats // guarded by Synthesizer.statsMu
 }
 
-// pkgJob is one package of one module: its chunks share it.
-type pkgJob struct {
-	mod *modState
-	rel string
-
-	mu      sync.Mutex
-	rng     *rand.Rand
-	pkg     *validate.Package // nil until prepared
-	pending int               // chunks of the current stage not finished
-	caught  []validate.Mutant // single mutants the tests caught
-	combos  bool              // the combined stage has been drawn
-}
-
 // job is a unit of work: preparing a package (mutants nil) or validating a
-// chunk of its mutants. A package's chunks go to the front of the queue so
-// that idle workers share a big package and what is prepared is finished
-// first.
+// chunk of its mutants.
 type job struct {
 	pj      *pkgJob
 	mutants []validate.Mutant
@@ -161,9 +159,24 @@ func New(mods []Module, cfg Config, log zerolog.Logger) (*Synthesizer, error) {
 		fams: map[string]*validate.Counters{},
 	}
 	s.qcond = sync.NewCond(&s.qmu)
-	var perMod [][]*job
+	s.sched.maxChunk = cfg.Validate.BatchSize
+	if s.sched.maxChunk <= 0 {
+		s.sched.maxChunk = 300
+	}
+	s.sched.combos = cfg.Combos
 	for _, m := range mods {
 		st := &modState{mod: m, dedup: validate.NewDedup(), stats: ModuleStats{Module: m.String()}}
+		for _, r := range cfg.Existing {
+			switch {
+			case r.Repo != m.Path:
+			case r.Version == m.Version:
+				st.dedup.Seed(r)
+			default:
+				// Another version of the module: the instance id (repo
+				// and diff hash) must still not repeat.
+				st.dedup.Seed(synth.TaskRecord{Validation: r.Validation})
+			}
+		}
 		s.mods = append(s.mods, st)
 		pkgs, err := Packages(m)
 		if err == nil && len(pkgs) == 0 {
@@ -174,34 +187,29 @@ func New(mods []Module, cfg Config, log zerolog.Logger) (*Synthesizer, error) {
 			s.log.Warn().Err(err).Str("module", m.String()).Msg("module skipped")
 			continue
 		}
-		var js []*job
+		var js []*pkgJob
 		for _, rel := range pkgs {
 			if len(cfg.Packages) > 0 && !slices.Contains(cfg.Packages, rel) {
 				continue
 			}
 			h := fnv.New64a()
 			fmt.Fprintf(h, "%s\x00%s", m.String(), rel)
-			seed := h.Sum64()
-			js = append(js, &job{pj: &pkgJob{mod: st, rel: rel, rng: rand.New(rand.NewPCG(cfg.Seed, seed))}})
+			est, err := validate.Candidates(m.Dir, rel)
+			if err != nil {
+				est = 1 // preparing it will say what is wrong
+			}
+			if cfg.MaxMutants > 0 {
+				est = min(est, cfg.MaxMutants)
+			}
+			est = max(est, 1)
+			js = append(js, &pkgJob{mod: st, rel: rel, rng: rand.New(rand.NewPCG(cfg.Seed, h.Sum64())), est: est})
+			st.stats.Candidates += est
 		}
 		st.stats.Packages = len(js)
-		perMod = append(perMod, js)
+		s.sched.mods = append(s.sched.mods, js)
 	}
 	if len(s.mods) == 0 {
 		return nil, errors.New("no module to synthesize from")
-	}
-	// Round robin: the first package of every module, then the second...
-	for i := 0; ; i++ {
-		added := false
-		for _, js := range perMod {
-			if i < len(js) {
-				s.jobs = append(s.jobs, js[i])
-				added = true
-			}
-		}
-		if !added {
-			break
-		}
 	}
 	return s, nil
 }
@@ -231,7 +239,7 @@ func (s *Synthesizer) Stats() Stats {
 	}
 	for _, m := range s.mods {
 		ms := m.stats
-		ms.Skipped = slices.Clone(ms.Skipped)
+		ms.Skipped, ms.LeftOut = slices.Clone(ms.Skipped), slices.Clone(ms.LeftOut)
 		st.Modules = append(st.Modules, ms)
 		st.Total.Merge(m.stats.Counters)
 	}
@@ -362,57 +370,32 @@ func (s *Synthesizer) pooled() int {
 	return len(s.pool)
 }
 
-// take returns the next job, waiting while the queue is empty but jobs
-// being done may queue more; nil when all is done or ctx has ended.
+// take returns the next job, waiting while no work is available but jobs
+// being done may make more; nil when all is done or ctx has ended.
 func (s *Synthesizer) take(ctx context.Context) *job {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
-	for len(s.jobs) == 0 && s.active > 0 && ctx.Err() == nil {
+	for ctx.Err() == nil {
+		if j := s.sched.next(); j != nil {
+			s.active++
+			return j
+		}
+		if s.active == 0 {
+			return nil
+		}
 		s.qcond.Wait()
 	}
-	if len(s.jobs) == 0 || ctx.Err() != nil {
-		return nil
-	}
-	j := s.jobs[0]
-	s.jobs = s.jobs[1:]
-	s.active++
-	return j
+	return nil
 }
 
-// finished ends a job taken, putting it back when it is not done.
-func (s *Synthesizer) finished(j *job, done bool) {
+// ended records the end of a job taken: update changes the schedule (with
+// the queue lock held).
+func (s *Synthesizer) ended(update func(*schedule)) {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	s.active--
-	if !done {
-		s.jobs = append([]*job{j}, s.jobs...)
-	}
+	update(&s.sched)
 	s.qcond.Broadcast()
-}
-
-// putFront puts jobs at the front of the queue, in order.
-func (s *Synthesizer) putFront(js ...*job) {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	s.jobs = append(slices.Clone(js), s.jobs...)
-	s.qcond.Broadcast()
-}
-
-// chunks splits the mutants of a stage of pj into jobs, so that every
-// worker can take part, and counts them as pending. pj.mu is held.
-func (s *Synthesizer) chunks(pj *pkgJob, muts []validate.Mutant) []*job {
-	size := max((len(muts)+s.cfg.Workers-1)/s.cfg.Workers, 32)
-	if b := s.cfg.Validate.BatchSize; b > 0 {
-		size = min(size, b)
-	}
-	var js []*job
-	for len(muts) > 0 {
-		n := min(size, len(muts))
-		js = append(js, &job{pj: pj, mutants: muts[:n:n]})
-		muts = muts[n:]
-	}
-	pj.pending += len(js)
-	return js
 }
 
 // work runs jobs until none is left or ctx ends.
@@ -425,8 +408,12 @@ func (s *Synthesizer) work(ctx context.Context, w *worker, recs chan<- synth.Tas
 		if j == nil {
 			return ctx.Err()
 		}
-		done, err := s.runJob(ctx, w, j, recs)
-		s.finished(j, done)
+		var err error
+		if j.mutants == nil {
+			err = s.prepare(ctx, w, j.pj)
+		} else {
+			err = s.validate(ctx, w, j, recs)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -458,89 +445,101 @@ func (s *Synthesizer) validator(ctx context.Context, w *worker, m *modState) (*v
 	return v, nil
 }
 
-// runJob does j: prepares its package and queues the chunks of its single
-// mutants, or validates a chunk; the last chunk of the single mutants
-// queues the chunks of the combined ones. done reports that nothing is
-// left of j; when it is false, j holds what is left.
-func (s *Synthesizer) runJob(ctx context.Context, w *worker, j *job, recs chan<- synth.TaskRecord) (done bool, err error) {
-	pj := j.pj
+// prepare prepares package pj and hands its single mutants, shuffled and
+// sampled, to the schedule. A package that cannot be prepared is skipped
+// and reported; a fault of the sandbox, or ctx's end, puts it back.
+func (s *Synthesizer) prepare(ctx context.Context, w *worker, pj *pkgJob) error {
 	m := pj.mod
 	v, err := s.validator(ctx, w, m)
 	if err != nil {
-		return false, err
+		s.ended(func(sc *schedule) { sc.unprepare(pj) })
+		return err
 	}
-	if j.mutants == nil {
-		p, err := v.Prepare(ctx, pj.rel)
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if err != nil {
-			if errors.Is(err, env.ErrInfra) {
-				return false, err
-			}
-			s.statsMu.Lock()
-			m.stats.Skipped = append(m.stats.Skipped, fmt.Sprintf("%s: %v", pj.rel, firstLine([]byte(err.Error()))))
-			s.statsMu.Unlock()
-			s.log.Warn().Err(err).Str("module", m.mod.String()).Str("pkg", pj.rel).Msg("package skipped")
-			return true, nil
-		}
-		muts := v.Mutants(p)
-		pj.mu.Lock()
+	p, err := v.Prepare(ctx, pj.rel)
+	switch {
+	case ctx.Err() != nil || err != nil && errors.Is(err, env.ErrInfra):
+		s.ended(func(sc *schedule) { sc.unprepare(pj) })
+		return errOr(ctx.Err(), err)
+	case err != nil:
+		s.statsMu.Lock()
+		m.stats.Skipped = append(m.stats.Skipped, fmt.Sprintf("%s: %v", pj.rel, firstLine([]byte(err.Error()))))
+		s.statsMu.Unlock()
+		s.log.Warn().Err(err).Str("module", m.mod.String()).Str("pkg", pj.rel).Msg("package skipped")
+		s.ended(func(sc *schedule) { sc.skip(pj) })
+		return nil
+	}
+	muts := v.Mutants(p)
+	s.ended(func(sc *schedule) {
 		pj.rng.Shuffle(len(muts), func(a, b int) { muts[a], muts[b] = muts[b], muts[a] })
 		if s.cfg.MaxMutants > 0 && len(muts) > s.cfg.MaxMutants {
 			muts = muts[:s.cfg.MaxMutants]
 		}
-		pj.pkg = p
-		js := s.chunks(pj, muts)
-		pj.mu.Unlock()
-		s.statsMu.Lock()
-		m.stats.Prepared++
-		m.stats.Flaky += len(p.Flaky)
-		m.stats.Slow += len(p.Slow)
-		s.statsMu.Unlock()
-		s.log.Debug().Str("module", m.mod.String()).Str("pkg", pj.rel).Int("mutants", len(muts)).Int("chunks", len(js)).Msg("package ready")
-		s.putFront(js...)
-		return true, nil
+		sc.prepared(pj, p, muts)
+	})
+	s.statsMu.Lock()
+	m.stats.Prepared++
+	m.stats.Flaky += len(p.Flaky)
+	m.stats.Slow += len(p.Slow)
+	m.stats.Failing += len(p.Failing)
+	for _, l := range []struct {
+		what  string
+		tests []string
+	}{{"failing at baseline", p.Failing}, {"flaky", p.Flaky}, {"slow", p.Slow}} {
+		if len(l.tests) > 0 {
+			m.stats.LeftOut = append(m.stats.LeftOut, fmt.Sprintf("%s: %d %s: %s", pj.rel, len(l.tests), l.what, names(l.tests, 5)))
+		}
 	}
+	s.statsMu.Unlock()
+	s.log.Debug().Str("module", m.mod.String()).Str("pkg", pj.rel).Int("mutants", len(muts)).Msg("package ready")
+	return nil
+}
 
+// names lists up to n of tests, and how many more there are.
+func names(tests []string, n int) string {
+	if len(tests) <= n {
+		return strings.Join(tests, " ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(tests[:n], " "), len(tests)-n)
+}
+
+// validate validates the chunk of mutants j holds, sending the valid ones
+// to recs as they come, and gives the schedule back the mutants it did not
+// get to (on a fault or ctx's end) and those the tests caught.
+func (s *Synthesizer) validate(ctx context.Context, w *worker, j *job, recs chan<- synth.TaskRecord) error {
+	pj := j.pj
+	m := pj.mod
 	muts := j.mutants
 	tried := make([]bool, len(muts))
-	err = v.Batch(ctx, pj.pkg, muts, func(i int, res validate.Result) {
+	var caught []validate.Mutant
+	defer func() {
+		var left []validate.Mutant
+		for i, t := range tried {
+			if !t {
+				left = append(left, muts[i])
+			}
+		}
+		s.ended(func(sc *schedule) { sc.chunkDone(pj, left, caught) })
+	}()
+	v, err := s.validator(ctx, w, m)
+	if err != nil {
+		return err
+	}
+	s.qmu.Lock()
+	p := pj.pkg // set while chunks are out
+	s.qmu.Unlock()
+	return v.Batch(ctx, p, muts, func(i int, res validate.Result) {
 		tried[i] = true
 		s.count(m, muts[i], res.Outcome)
 		if s.cfg.Observe != nil {
 			s.cfg.Observe(muts[i], res)
 		}
 		if len(res.FailToPass) > 0 && len(muts[i].Mutations) == 1 {
-			pj.mu.Lock()
-			pj.caught = append(pj.caught, muts[i])
-			pj.mu.Unlock()
+			caught = append(caught, muts[i])
 		}
 		if res.Outcome == validate.Valid {
-			recs <- s.record(m, pj.pkg, muts[i], res)
+			recs <- s.record(m, p, muts[i], res)
 		}
 	})
-	if err != nil {
-		j.mutants = j.mutants[:0:0]
-		for i, t := range tried {
-			if !t {
-				j.mutants = append(j.mutants, muts[i])
-			}
-		}
-		return len(j.mutants) == 0, err
-	}
-	pj.mu.Lock()
-	pj.pending--
-	var next []*job
-	if pj.pending == 0 && !pj.combos && s.cfg.Combos > 0 {
-		pj.combos = true
-		n := int(math.Round(s.cfg.Combos * float64(len(pj.caught))))
-		next = s.chunks(pj, combos(pj.rng, pj.caught, n))
-		pj.caught = nil
-	}
-	pj.mu.Unlock()
-	s.putFront(next...)
-	return true, nil
 }
 
 // count adds a verdict to the module's and the family's counters.

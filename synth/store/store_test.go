@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,5 +116,146 @@ func TestSourceDrawsNearTheDifficulty(t *testing.T) {
 	}
 	if _, err := NewSource(nil, 1); err == nil {
 		t.Error("NewSource of no tasks succeeded")
+	}
+}
+
+func TestReadTornLastLine(t *testing.T) {
+	var good bytes.Buffer
+	if err := Write(&good, sample("a")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Read(strings.NewReader(good.String() + good.String()[:20]))
+	if !errors.Is(err, ErrTorn) || !errors.Is(err, ErrMalformed) {
+		t.Errorf("Read of a torn last line = %v, want ErrTorn and ErrMalformed", err)
+	}
+}
+
+// A store whose records lack what a task needs, or whose paths leave the
+// module, fails to load, naming the file and the line and what is wrong.
+func TestLoadValidatesEveryRecord(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*synth.TaskRecord)
+		want   string
+	}{
+		{"no test_cmd", func(r *synth.TaskRecord) { r.TestCmd = nil }, "no test_cmd"},
+		{"empty FAIL_TO_PASS", func(r *synth.TaskRecord) { r.FailToPass = []string{} }, "no FAIL_TO_PASS test"},
+		{"no PASS_TO_PASS", func(r *synth.TaskRecord) { r.PassToPass = nil }, "no PASS_TO_PASS test"},
+		{"no patch", func(r *synth.TaskRecord) { r.Patch = "" }, "no patch"},
+		{"no repo", func(r *synth.TaskRecord) { r.Repo = "" }, "no repo"},
+		{"no mutations", func(r *synth.TaskRecord) { r.Mutations = nil }, "no mutations"},
+		{"mutation without edits", func(r *synth.TaskRecord) { r.Mutations[0].Edits = nil }, "mutation 1 of calc/calc.go: no edits"},
+		{"mutation leaves the module", func(r *synth.TaskRecord) { r.Mutations[0].File = "../../etc/passwd" }, `mutation 1: path "../../etc/passwd" leaves the module`},
+		{"absolute mutation path", func(r *synth.TaskRecord) { r.Mutations[0].File = "/etc/passwd" }, `mutation 1: path "/etc/passwd" is absolute`},
+		{"task file leaves the module", func(r *synth.TaskRecord) { r.File = "calc/../../x.go" }, `file: path "calc/../../x.go" leaves the module`},
+		{"patch leaves the module", func(r *synth.TaskRecord) { r.Patch = "--- a/../x.go\n+++ b/../x.go\n" }, `patch: path "../x.go" leaves the module`},
+		{"test_cmd package leaves the module", func(r *synth.TaskRecord) { r.TestCmd = []string{"go", "test", "../.."} }, `test_cmd package: path "../.." leaves the module`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := sample("bad")
+			bad.Mutations = append([]synth.Mutation(nil), bad.Mutations...)
+			tt.change(&bad)
+			path := filepath.Join(t.TempDir(), "tasks.jsonl")
+			if err := Append(path, sample("a"), sample("b"), bad, sample("c")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if err == nil {
+				t.Fatalf("Load of a store with a task with %s succeeded", tt.name)
+			}
+			if !errors.Is(err, synth.ErrInvalid) || !strings.HasPrefix(err.Error(), path+":3: task bad: ") || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load error = %v\nwant %q prefix, %q in it, wrapping synth.ErrInvalid", err, path+":3: task bad: ", tt.want)
+			}
+		})
+	}
+	for _, p := range []string{"calc/calc.go", "calc.go", ".", "a/../b.go"} {
+		if err := synth.LocalPath(p); err != nil {
+			t.Errorf("LocalPath(%q) = %v, want nil", p, err)
+		}
+	}
+	for _, p := range []string{"", "..", "../a", "a/../../b", "/abs", "a\\..\\..\\b"} {
+		if err := synth.LocalPath(p); err == nil {
+			t.Errorf("LocalPath(%q) = nil, want an error", p)
+		}
+	}
+}
+
+// Appending after a crash mid-write: the torn last line is set aside, every
+// complete line is kept, and the new record starts a line of its own.
+func TestAppendAfterATornLastLine(t *testing.T) {
+	var one bytes.Buffer
+	if err := Write(&one, sample("c")); err != nil {
+		t.Fatal(err)
+	}
+	torn := one.Bytes()[:one.Len()/2]
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := Append(path, sample("a"), sample("b")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(torn); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	if err := Append(path, sample("d")); !errors.Is(err, ErrTorn) {
+		t.Fatalf("Append onto a torn line = %v, want ErrTorn", err)
+	}
+	aside, err := Repair(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aside == "" || !strings.HasPrefix(aside, path+".torn-") {
+		t.Fatalf("Repair set the torn line aside in %q, want %s.torn-*", aside, path)
+	}
+	if got, err := os.ReadFile(aside); err != nil || !bytes.Equal(got, torn) {
+		t.Errorf("the aside file holds %q (%v), want the torn bytes %q", got, err, torn)
+	}
+	if err := Append(path, sample("d")); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load after Repair and Append: %v", err)
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "d"}, ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	if aside, err := Repair(path); aside != "" || err != nil {
+		t.Errorf("Repair of a sound store = %q, %v; want nothing done", aside, err)
+	}
+}
+
+// A last record that is whole but lacks its newline is kept: Repair adds
+// the newline.
+func TestRepairKeepsAWholeLastRecord(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, sample("a"), sample("b")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(path, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if aside, err := Repair(path); aside != "" || err != nil {
+		t.Fatalf("Repair = %q, %v; want the newline added and nothing set aside", aside, err)
+	}
+	if err := Append(path, sample("c")); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Load(path)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("Load = %d records, %v; want 3", len(recs), err)
+	}
+	if _, err := Repair(filepath.Join(t.TempDir(), "none.jsonl")); err != nil {
+		t.Errorf("Repair of a missing store: %v", err)
 	}
 }

@@ -41,14 +41,21 @@ func NewChecker(dir string, sb env.Sandbox, workdir string, log zerolog.Logger) 
 // test fails and every PASS_TO_PASS test passes; with the gold patch
 // applied to the mutant every one of them passes. A task that does not
 // hold up gives an error wrapping ErrRecheck that says which tests did
-// what; the module's file is restored either way.
+// what; so does one that is not a usable record (synth.TaskRecord's
+// Validate), one whose paths leave the module (refused before anything is
+// read or written) and one whose mutation names a file the module lacks.
+// Other errors are faults of the sandbox or of ctx. The module's files are
+// restored either way.
 func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
 	v := c.v
+	// The record's paths are checked before anything is read or written:
+	// none may leave the module (the sandbox would only keep them inside
+	// its workspace, which holds other modules too).
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("task %s: %w: %w", rec.ID, ErrRecheck, err)
+	}
 	if err := v.copyModule(ctx); err != nil {
 		return err
-	}
-	if len(rec.Mutations) == 0 || len(rec.FailToPass) == 0 || len(rec.TestCmd) == 0 {
-		return fmt.Errorf("task %s: %w: no mutations, FAIL_TO_PASS or test command", rec.ID, ErrRecheck)
 	}
 	edits := map[string][]synth.Edit{}
 	for _, m := range rec.Mutations {
@@ -56,10 +63,15 @@ func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
 	}
 	patches := synth.SplitPatch(rec.Patch)
 	origs, mutants, fixed := map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	root, err := os.OpenRoot(v.dir) // reads stay in the module, symbolic links included
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
+	defer root.Close()
 	for file, es := range edits {
-		orig, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(file)))
+		orig, err := root.ReadFile(filepath.FromSlash(file))
 		if err != nil {
-			return fmt.Errorf("task %s: %w", rec.ID, err)
+			return fmt.Errorf("task %s: %w: mutation of %s: %v", rec.ID, ErrRecheck, file, err)
 		}
 		mutant, err := mutate.Splice(orig, es)
 		if err != nil {

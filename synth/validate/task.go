@@ -129,3 +129,23 @@ func pointsAt(outputs map[string]string, file string, lo, hi int) bool {
 	}
 	return false
 }
+
+// Candidates counts the single-mutation mutants of the package in directory
+// rel of the module rooted at dir without preparing it: the sites Mutants
+// would enumerate, a cheap estimate of what the package can yield.
+func Candidates(dir, rel string) (int, error) {
+	ps, err := parsePackage(dir, rel)
+	if err != nil {
+		return 0, fmt.Errorf("package %s: %w", rel, err)
+	}
+	var files []*ast.File
+	for _, sf := range ps.files {
+		files = append(files, sf.file)
+	}
+	info, _ := mutate.Check(ps.fset, rel, files, importer.Default())
+	n := 0
+	for _, sf := range ps.files {
+		n += len(mutate.Sites(ps.fset, sf.file, sf.src, info))
+	}
+	return n, nil
+}

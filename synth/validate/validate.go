@@ -77,6 +77,22 @@ type Dedup struct {
 // NewDedup returns an empty Dedup.
 func NewDedup() *Dedup { return &Dedup{seen: map[string]bool{}} }
 
+// Seed remembers what a task already made (in a store being continued)
+// is deduplicated by, so that the same mutant is a duplicate when it comes
+// again: its normalized-diff hash, and its function and FAIL_TO_PASS set.
+func (d *Dedup) Seed(rec synth.TaskRecord) {
+	d.first(diffKey(rec.Validation.DiffHash))
+	if len(rec.Mutations) > 0 {
+		d.first(f2pKey(rec.Mutations[0].Func, rec.FailToPass))
+	}
+}
+
+func diffKey(hash string) string { return "diff\x00" + hash }
+
+func f2pKey(fn string, failToPass []string) string {
+	return "f2p\x00" + fn + "\x00" + strings.Join(failToPass, "\x00")
+}
+
 // first reports whether key is new, and remembers it.
 func (d *Dedup) first(key string) bool {
 	d.mu.Lock()
@@ -182,8 +198,10 @@ type Package struct {
 	Rel string
 	// Stable lists, sorted, the top-level tests that passed in both
 	// baseline runs within Config.MaxTestTime; Flaky those that passed in
-	// only one; Slow those that passed in both but took longer.
-	Stable, Flaky, Slow []string
+	// only one; Slow those that passed in both but took longer; Failing
+	// those that failed at baseline and passed in neither run. Only the
+	// stable tests judge mutants.
+	Stable, Flaky, Slow, Failing []string
 	// Baseline is the slowest baseline `go test` run, build included.
 	Baseline time.Duration
 	// VetClean says whether go vet passed on the original; if not, mutants
@@ -240,7 +258,16 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 			p.Flaky = append(p.Flaky, t)
 		}
 	}
+	for _, t := range slices.Concat(runs[0].failed, runs[1].failed) {
+		if !slices.Contains(runs[0].passed, t) && !slices.Contains(runs[1].passed, t) && !slices.Contains(p.Failing, t) {
+			p.Failing = append(p.Failing, t)
+		}
+	}
+	slices.Sort(p.Failing)
 	if len(p.Stable) == 0 {
+		if len(p.Failing) > 0 {
+			return nil, fmt.Errorf("package %s: %w (failing at baseline: %s)", rel, ErrNoTests, strings.Join(p.Failing, " "))
+		}
 		return nil, fmt.Errorf("package %s: %w", rel, ErrNoTests)
 	}
 	t1 := v.now()
@@ -255,7 +282,7 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 			return nil, err
 		}
 	}
-	v.log.Debug().Str("pkg", rel).Int("stable", len(p.Stable)).Int("flaky", len(p.Flaky)).Int("slow", len(p.Slow)).
+	v.log.Debug().Str("pkg", rel).Int("stable", len(p.Stable)).Int("flaky", len(p.Flaky)).Int("slow", len(p.Slow)).Int("failing", len(p.Failing)).
 		Dur("baseline", p.Baseline).Dur("baselines_took", t1.Sub(t0)).Dur("vet_took", t2.Sub(t1)).
 		Dur("coverage_took", v.now().Sub(t2)).Msg("package prepared")
 	return p, nil
@@ -412,7 +439,7 @@ func (v *Validator) Batch(ctx context.Context, p *Package, ms []Mutant, emit fun
 	for i, m := range ms {
 		r := &b.res[i]
 		r.DiffHash = DiffHash(m.Patch)
-		if !v.cfg.Dedup.first("diff\x00" + r.DiffHash) {
+		if !v.cfg.Dedup.first(diffKey(r.DiffHash)) {
 			b.finish(i, Duplicate, "same normalized diff")
 			continue
 		}
@@ -675,7 +702,7 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	for t, out := range second.output {
 		r.FailureOutput[t] = sc.mapOutput(i+1, out)
 	}
-	if !b.v.cfg.Dedup.first("f2p\x00" + b.ms[i].Func + "\x00" + strings.Join(r.FailToPass, "\x00")) {
+	if !b.v.cfg.Dedup.first(f2pKey(b.ms[i].Func, r.FailToPass)) {
 		b.finish(i, Duplicate, "same function and FAIL_TO_PASS set")
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,6 +23,17 @@ func workDir(dir, prefix string) (string, func(), error) {
 		return "", nil, fmt.Errorf("work dir: %w", err)
 	}
 	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// checkSources refuses an empty --source: a usage error, not a source
+// that fails to open.
+func checkSources(specs []string) error {
+	for _, s := range specs {
+		if strings.TrimSpace(s) == "" {
+			return usagef("--source %q: want a module directory, path@version or git+URL[@ref]", s)
+		}
+	}
+	return nil
 }
 
 type skippedSource struct {

@@ -48,7 +48,13 @@ module's own tests catch: the baseline passes twice, the mutant builds and vets,
 at least one test fails (FAIL_TO_PASS) and one still passes (PASS_TO_PASS), the
 verdict repeats, and the gold patch undoes it. Each valid task is appended to
 --out (JSONL, SWE-bench instance fields plus frog's) as soon as it is validated,
-so an interrupted run loses nothing.
+so an interrupted run loses nothing. A store that exists is continued: the
+tasks it holds are not made again, and a last line torn by a crash is set
+aside in a file beside it (with a warning) before anything is appended.
+
+Work is spread across the modules from the first task, in proportion to the
+candidate mutants each offers, so that a small store already holds tasks of
+most modules.
 
 A source is a local module directory, a module path@version (fetched with
 the go command into the module cache and copied to a work directory), or a
@@ -68,7 +74,9 @@ one file or one package (--combos per caught mutant). Tests slower than
 --max-test-time in the baseline are left out.
 
 At the end synth prints the yield per operator family and per module: mutants
-tried, non-viable, equivalent, timed out, duplicate and valid.`,
+tried, non-viable, equivalent, timed out, duplicate and valid, then the
+packages skipped and the tests left out (failing at baseline, flaky, slow).
+It exits 1, saying why, when it made no task.`,
 		Example: `  frog synth --n 200 --out tasks.jsonl
   frog synth --source ./mymodule --source github.com/google/btree@v1.1.3 --n 50
   frog synth --source git+https://example.com/you/mod.git@v1.2.0 --n 50
@@ -82,7 +90,7 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 	f.StringArrayVar(&o.Sources, "source", nil, "module directory or path@version (repeatable; default: the pinned list)")
 	f.StringArrayVar(&o.Packages, "package", nil, "only this package directory of each module, e.g. ./trees/avltree (repeatable)")
 	f.IntVar(&o.N, "n", 100, "valid tasks to make (0: every mutant of every source)")
-	f.StringVar(&o.Out, "out", "tasks.jsonl", "JSONL task store to append to")
+	f.StringVar(&o.Out, "out", "tasks.jsonl", "JSONL task store to append to (an existing one is continued)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the order mutants are tried in")
 	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules are copied (default: a temporary directory, removed at the end)")
 	f.DurationVar(&o.MinTimeout, "min-timeout", 500*time.Millisecond, "floor under a mutant's test timeout (3× the baseline run of the same tests)")
@@ -110,6 +118,9 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 		case o.Combos < 0:
 			return usagef("--combos %v: want >= 0", o.Combos)
 		}
+		if err := checkSources(o.Sources); err != nil {
+			return err
+		}
 		return checkSandbox(o.Sandbox, "process", "docker", "auto")
 	}
 	return c
@@ -118,8 +129,12 @@ tried, non-viable, equivalent, timed out, duplicate and valid.`,
 // synthReport is what `frog synth` prints.
 type synthReport struct {
 	source.Stats
-	Written        int             `json:"written"`
-	Out            string          `json:"out"`
+	Written int    `json:"written"`
+	Out     string `json:"out"`
+	// Existing is how many tasks --out held before: the run continued it.
+	Existing int `json:"existing"`
+	// Torn names the file a torn last line of --out was set aside in.
+	Torn           string          `json:"torn,omitempty"`
 	ElapsedSeconds float64         `json:"elapsed_seconds"`
 	SkippedSources []skippedSource `json:"skipped_sources,omitempty"`
 	Exhausted      bool            `json:"exhausted"`
@@ -144,9 +159,18 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	}
 	defer cleanup()
 	rep := synthReport{Out: o.Out, Config: *o, Version: version()}
+	existing, torn, err := openStore(o.Out)
+	if err != nil {
+		return err
+	}
+	if torn != "" {
+		log.Warn().Str("store", o.Out).Str("moved_to", torn).Msg("the store's last line was torn (a write cut short): set aside, every complete line kept")
+	}
+	rep.Existing, rep.Torn = len(existing), torn
 	cfg := source.Config{
 		Validate: validate.Config{MinTimeout: o.MinTimeout, MaxTestTime: o.MaxTest}, Seed: o.Seed,
 		Workers: o.Workers, MaxMutants: o.MaxMutants, Combos: o.Combos, Packages: o.Packages,
+		Existing: existing,
 	}
 	if o.MaxMutants == 0 {
 		cfg.MaxMutants = -1
@@ -195,7 +219,40 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 	if rep.Interrupted {
 		return ErrInterrupted
 	}
+	if rep.Written == 0 {
+		return rep.noTask()
+	}
 	return nil
+}
+
+// openStore sets a torn last line of the store at path aside (store.Repair)
+// and loads the tasks it holds, so that the run continues it; a store that
+// does not exist yet holds none. A store that does not load is a usage
+// error.
+func openStore(path string) (recs []synth.TaskRecord, torn string, err error) {
+	if torn, err = store.Repair(path); err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, torn, nil
+	}
+	if recs, err = store.Load(path); err != nil {
+		return nil, torn, &UsageError{Err: fmt.Errorf("--out: %w", err)}
+	}
+	return recs, torn, nil
+}
+
+// noTask is the error of a run that made no task, saying why.
+func (r synthReport) noTask() error {
+	c := r.Total
+	switch {
+	case c.Tried == 0:
+		return errors.New("no task made: no mutant was tried (every package was skipped: see above)")
+	case r.Existing > 0 && c.Duplicate > 0:
+		return fmt.Errorf("no task made: %d mutants tried, none valid and new (%d duplicates, among them the %d tasks --out holds)", c.Tried, c.Duplicate, r.Existing)
+	}
+	return fmt.Errorf("no task made: %d mutants tried, none valid (%d non-viable, %d equivalent, %d timed out, %d duplicates)",
+		c.Tried, c.NonViable, c.Equivalent, c.TimedOut, c.Duplicate)
 }
 
 func (r synthReport) print(w io.Writer, asJSON bool) error {
@@ -231,11 +288,21 @@ func (r synthReport) print(w io.Writer, asJSON bool) error {
 		for _, s := range m.Skipped {
 			fmt.Fprintf(w, "skipped in %s: %s\n", m.Module, s)
 		}
+		for _, s := range m.LeftOut {
+			fmt.Fprintf(w, "tests left out in %s %s\n", m.Module, s)
+		}
+	}
+	if r.Torn != "" {
+		fmt.Fprintf(w, "the torn last line of %s was set aside in %s\n", r.Out, r.Torn)
 	}
 	for _, s := range r.SkippedSources {
 		fmt.Fprintf(w, "skipped source %s: %s\n", s.Source, s.Error)
 	}
-	fmt.Fprintf(w, "%d tasks appended to %s in %.1f s", r.Written, r.Out, r.ElapsedSeconds)
+	fmt.Fprintf(w, "%d tasks appended to %s", r.Written, r.Out)
+	if r.Existing > 0 {
+		fmt.Fprintf(w, " after its %d", r.Existing)
+	}
+	fmt.Fprintf(w, " in %.1f s", r.ElapsedSeconds)
 	switch {
 	case r.Interrupted:
 		fmt.Fprint(w, " (interrupted)")

@@ -20,9 +20,12 @@
 // itself when a command ends, so nothing outlives its command. File reads and
 // writes go through the agent too, confined to the workspace by os.Root.
 //
-// The image is built with no registry by BuildImage (FROM scratch: a static
-// busybox, the agent compiled by the go command, mount points) and tagged
-// DefaultImage. A warm pool per image keeps PoolSize containers started
+// The image is built with no registry and no host package by BuildImage
+// (FROM scratch: the agent compiled by the go command, mount points) and
+// tagged DefaultImage. The agent is also the image's whole userland: a
+// multi-call binary that is sh (mvdan.cc/sh), the file tools of u-root
+// (cat, ls, cp, find, …) and frog's own grep, sed, diff, env and the rest,
+// each a link to it. A warm pool per image keeps PoolSize containers started
 // ahead of demand; an episode always gets one nobody used.
 //
 // # Threading and cancellation

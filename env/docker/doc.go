@@ -8,8 +8,13 @@
 // system with tmpfs mounts at /workspace and /tmp, under memory, CPU and pids
 // limits; Config says all of it, DefaultConfig gives the defaults. The host's
 // Go toolchain and module cache are mounted read-only at /usr/local/go and
-// /go/pkg/mod, and a named volume shared by all sandboxes holds the Go build
-// cache at /cache.
+// /go/pkg/mod. A named volume shared by all sandboxes holds the Go build
+// cache at /cache, read-only: the provider alone writes it, compiling the
+// standard library into it in a container of its own when it starts, and
+// each command in a sandbox gets a fresh, writable cache layer of its own
+// over it, removed when the command ends. Nothing an episode writes into a
+// build cache is read by a later command, its own verdict included, or by
+// another episode.
 //
 // Commands do not pay for a `docker exec`: each container runs frog's agent
 // (env/docker/agent) as its main process, under Docker's init, and the

@@ -15,10 +15,8 @@ import (
 	"github.com/u-root/u-root/pkg/core/cat"
 	"github.com/u-root/u-root/pkg/core/chmod"
 	"github.com/u-root/u-root/pkg/core/cp"
-	"github.com/u-root/u-root/pkg/core/find"
 	"github.com/u-root/u-root/pkg/core/ls"
 	"github.com/u-root/u-root/pkg/core/mkdir"
-	"github.com/u-root/u-root/pkg/core/mktemp"
 	"github.com/u-root/u-root/pkg/core/mv"
 	"github.com/u-root/u-root/pkg/core/rm"
 	"github.com/u-root/u-root/pkg/core/touch"
@@ -76,7 +74,7 @@ func init() {
 		"sha256sum": runSum, "sha1sum": runSum, "md5sum": runSum,
 		// Files.
 		"ln": runLn, "readlink": runReadlink, "realpath": runReadlink, "basename": runBasename, "dirname": runDirname,
-		"rmdir": runRmdir, "stat": runStat,
+		"rmdir": runRmdir, "stat": runStat, "find": runFind, "mktemp": runMktemp,
 		// Processes and the system.
 		"env": runEnv, "printenv": runPrintenv, "sleep": runSleep, "kill": runKill, "ps": runPs, "setsid": runSetsid,
 		"timeout": runTimeout, "nc": runNc, "dd": runDd, "which": runWhich, "uname": runUname, "id": runID,
@@ -84,11 +82,11 @@ func init() {
 	}
 	for name, mk := range map[string]func() core.Command{
 		"cat": func() core.Command { return cat.New() }, "chmod": func() core.Command { return chmod.New() },
-		"cp": func() core.Command { return cp.New() }, "find": func() core.Command { return find.New() },
+		"cp": func() core.Command { return cp.New() },
 		"ls": func() core.Command { return ls.New() }, "mkdir": func() core.Command { return mkdir.New() },
 		"mv": func() core.Command { return mv.New() }, "rm": func() core.Command { return rm.New() },
 		"touch": func() core.Command { return touch.New() }, "xargs": func() core.Command { return xargs.New() },
-		"base64": func() core.Command { return base64.New() }, "mktemp": func() core.Command { return mktemp.New() },
+		"base64": func() core.Command { return base64.New() },
 	} {
 		tools[name] = uroot(mk)
 	}

@@ -122,10 +122,18 @@ func TestTools(t *testing.T) {
 		{[]string{"sh"}, "x=5; echo $((x * 2))\n", "10\n", 0},
 		{[]string{"sh", "-c", "frog-no-such-command"}, "", "", 127},
 		{[]string{"env", "-i", "A=1", "B=2"}, "", "A=1\nB=2\n", 0},
+		{[]string{"find", ".", "-name", "*.go"}, "", "./a.go\n./d/b.go\n./new.go\n", 0},
+		{[]string{"find", "d", "-type", "f", "-name", "*.txt"}, "", "d/c.txt\n", 0},
+		{[]string{"find", ".", "-maxdepth", "1", "-type", "d"}, "", ".\n./d\n", 0},
+		{[]string{"find", ".", "-path", "./d", "-prune", "-o", "-name", "*.go", "-print"}, "", "./a.go\n./new.go\n", 0},
+		{[]string{"find", ".", "-type", "f", "!", "-name", "*.go", "-size", "-2k"}, "", "./d/c.txt\n./nonl.txt\n", 0},
+		{[]string{"find", "d", "-name", "*.go", "-exec", "grep", "-c", "foo", "{}", ";"}, "", "1\n", 0},
+		{[]string{"find", ".", "-name", "x", "-o", "-name", "b.go"}, "", "./d/b.go\n", 0},
+		{[]string{"find", "nowhere"}, "", "", 1},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.argv, " "), func(t *testing.T) {
-			if tc.argv[0] == "sh" || tc.argv[0] == "env" && len(tc.argv) > 4 {
+			if tc.argv[0] == "sh" || tc.argv[0] == "find" {
 				// sh runs the other tools as programs: it needs them on
 				// PATH, which the image has and a test binary has not.
 				t.Setenv("PATH", toolPath(t))
@@ -222,4 +230,23 @@ func toolPath(t *testing.T) string {
 		t.Fatalf("build the agent: %v", binErr)
 	}
 	return binDir
+}
+
+func TestMktemp(t *testing.T) {
+	dir := t.TempDir()
+	for _, argv := range [][]string{{"mktemp", "-d", filepath.Join(dir, "l.XXXX")}, {"mktemp", "-p", dir}, {"mktemp", "-d", "-p", dir, "x.XXXXXX"}} {
+		out, errOut, code := runTool(t, "", "", argv...)
+		p := strings.TrimSpace(out)
+		if code != 0 || !strings.HasPrefix(p, dir+"/") {
+			t.Errorf("%q: %q, exit %d, %s; want a new path in %s", argv, out, code, errOut, dir)
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() != (argv[1] == "-d") {
+			t.Errorf("%q made %s: %v, %v", argv, p, fi, err)
+		}
+	}
+	if _, _, code := runTool(t, "", "", "mktemp", filepath.Join(dir, "noX")); code == 0 {
+		t.Errorf("mktemp with no X's succeeded")
+	}
 }

@@ -158,3 +158,35 @@ func TestBuildCacheTamper(t *testing.T) {
 	failsTheBug("a later command of the poisoning episode", sh(a, verdict))
 	failsTheBug("a later episode", sh(open(2), verdict))
 }
+
+// TestWarmCache: the provider compiles BuildCacheWarm into the shared cache
+// before any sandbox runs, and a sandbox's go command finds it there: it
+// compiles, and writes into its own layer, nothing of it.
+func TestWarmCache(t *testing.T) {
+	cli, img := daemon(t)
+	cfg := testConfig(img, testRun(t)) // small sandboxes: the warm-up is not bound by them
+	cfg.PoolSize = 0
+	cfg.BuildCacheVolume = "frog-test-cache-" + cfg.Run
+	cfg.BuildCacheWarm = []string{"fmt"}
+	t.Cleanup(func() {
+		if err := cli.VolumeRemove(context.Background(), cfg.BuildCacheVolume, true); err != nil {
+			t.Errorf("remove volume %s: %v", cfg.BuildCacheVolume, err)
+		}
+	})
+	p := newTestProvider(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sb, err := p.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(ctx)
+	res, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"sh", "-c",
+		`go build fmt && echo "layer $GOCACHE: $(find "$GOCACHE" -type f -name '*-[ad]' | wc -l) files"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.HasSuffix(string(res.Stdout), ": 0 files\n") {
+		t.Errorf("go build fmt after the warm-up: exit %d, %s%s; want nothing compiled into the command's layer", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}

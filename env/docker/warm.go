@@ -40,7 +40,11 @@ func (p *Provider) warmCache(ctx context.Context) error {
 	cfg.Cmd = append([]string{"go", "build"}, c.BuildCacheWarm...)
 	cfg.OpenStdin, cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = false, false, false, false
 	cfg.WorkingDir = "/tmp"
-	hc.NanoCPUs = 0 // all the host's CPUs: it is a one-off build
+	// A one-off build of trusted code: all the host's CPUs and memory, and
+	// a /tmp as large as the go command's work directory grows (the whole
+	// standard library's archives, 170 MiB), whatever a sandbox is given.
+	hc.NanoCPUs, hc.Memory, hc.MemorySwap = 0, 0, 0
+	hc.Tmpfs = map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777"}
 	hc.Init = nil
 	hc.Mounts = slices.DeleteFunc(hc.Mounts, func(m mount.Mount) bool { return m.Target == "/cache" })
 	hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: c.BuildCacheVolume, Target: "/cache"})

@@ -56,8 +56,9 @@ type Config struct {
 	// shared build cache when it starts (once per process, volume and
 	// image), in a container of its own that mounts the volume writable
 	// and runs only the go command: the harness is the cache's only
-	// writer. When the cache is warm this costs a container start and a
-	// second. nil warms nothing; WarmTimeout bounds it.
+	// writer. When the cache is warm this costs a container start and the
+	// go command finding everything cached (2–3 s). nil warms nothing;
+	// WarmTimeout bounds it.
 	BuildCacheWarm []string
 	WarmTimeout    time.Duration
 	// ExecTimeout is a command's timeout when ExecOptions.Timeout is 0;

@@ -22,9 +22,9 @@ var warmed sync.Map
 // the volume writable and no workspace, and runs nothing but the go command
 // on the standard library or the packages named, compiling (which runs no
 // code of what it compiles) and never testing. When the volume is warm this
-// is a container start and a second of the go command finding everything
-// cached. Its container is labelled like a sandbox's (episode "warm"), so a
-// killed frog's is reaped.
+// is a container start and the go command finding everything cached. Its
+// container is labelled like a sandbox's (episode "warm"), so a killed
+// frog's is reaped.
 func (p *Provider) warmCache(ctx context.Context) error {
 	c := p.cfg
 	if c.BuildCacheVolume == "" || len(c.BuildCacheWarm) == 0 {

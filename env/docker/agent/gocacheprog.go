@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -142,52 +143,70 @@ type progCache struct {
 	read  []string // layers to look in, in order
 }
 
+// serve answers requests until close or the end of in. The go command
+// sends many at once; each is answered on its own goroutine, in any order
+// (the protocol allows it), so that file system waits overlap.
 func (c *progCache) serve(in io.Reader, out io.Writer) error {
 	bw := bufio.NewWriter(out)
 	enc := json.NewEncoder(bw)
-	send := func(r *progResponse) error {
-		if err := enc.Encode(r); err != nil {
-			return err
+	var (
+		mu      sync.Mutex // serializes responses
+		sendErr error
+		wg      sync.WaitGroup
+	)
+	send := func(r *progResponse) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sendErr != nil {
+			return
 		}
-		return bw.Flush()
+		if sendErr = enc.Encode(r); sendErr == nil {
+			sendErr = bw.Flush()
+		}
 	}
-	if err := send(&progResponse{KnownCommands: []string{"get", "put", "close"}}); err != nil {
-		return err
-	}
+	send(&progResponse{KnownCommands: []string{"get", "put", "close"}})
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
 	for {
 		var req progRequest
 		if err := dec.Decode(&req); err != nil {
+			wg.Wait()
 			if errors.Is(err, io.EOF) {
-				return nil
+				return sendErr
 			}
 			return fmt.Errorf("read request: %w", err)
 		}
 		var body []byte
 		if req.Command == "put" && req.BodySize > 0 {
 			if err := dec.Decode(&body); err != nil {
+				wg.Wait()
 				return fmt.Errorf("read body of request %d: %w", req.ID, err)
 			}
 			if int64(len(body)) != req.BodySize {
+				wg.Wait()
 				return fmt.Errorf("request %d: body of %d bytes, want %d", req.ID, len(body), req.BodySize)
 			}
 		}
-		resp := &progResponse{ID: req.ID}
-		switch req.Command {
-		case "get":
-			c.get(req.ActionID, resp)
-		case "put":
-			if err := c.put(req.ActionID, req.OutputID, body, resp); err != nil {
-				resp.Err = err.Error()
+		if req.Command == "close" {
+			wg.Wait()
+			send(&progResponse{ID: req.ID})
+			return sendErr
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := &progResponse{ID: req.ID}
+			switch req.Command {
+			case "get":
+				c.get(req.ActionID, resp)
+			case "put":
+				if err := c.put(req.ActionID, req.OutputID, body, resp); err != nil {
+					resp.Err = err.Error()
+				}
+			default:
+				resp.Err = fmt.Sprintf("unknown command %q", req.Command)
 			}
-		case "close":
-			return send(resp)
-		default:
-			resp.Err = fmt.Sprintf("unknown command %q", req.Command)
-		}
-		if err := send(resp); err != nil {
-			return err
-		}
+			send(resp)
+		}()
 	}
 }
 

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,31 +33,40 @@ func TestCacheProg(t *testing.T) {
 
 	body := []byte("p archive")
 	out := sha256.Sum256(body)
-	var in bytes.Buffer
-	enc := json.NewEncoder(&in)
-	enc.Encode(progRequest{ID: 1, Command: "get", ActionID: id("fmt")})
-	enc.Encode(progRequest{ID: 2, Command: "get", ActionID: id("p")})
-	enc.Encode(progRequest{ID: 3, Command: "put", ActionID: id("p"), OutputID: out[:], BodySize: int64(len(body))})
-	enc.Encode(body)
-	enc.Encode(progRequest{ID: 4, Command: "get", ActionID: id("p")})
-	enc.Encode(progRequest{ID: 5, Command: "get", ActionID: id("bad size")})
-	enc.Encode(progRequest{ID: 6, Command: "close"})
-	var resp bytes.Buffer
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
 	c := &progCache{layer: layer, read: []string{layer, shared}}
-	if err := c.serve(&in, &resp); err != nil {
-		t.Fatal(err)
+	served := make(chan error, 1)
+	go func() { served <- c.serve(inR, outW); outW.Close() }()
+	enc, dec := json.NewEncoder(inW), json.NewDecoder(outR)
+	var hello progResponse
+	if err := dec.Decode(&hello); err != nil || strings.Join(hello.KnownCommands, ",") != "get,put,close" {
+		t.Fatalf("first response = %+v, %v; want the capabilities", hello, err)
 	}
-	var got []progResponse
-	sc := bufio.NewScanner(&resp)
-	for sc.Scan() {
-		var r progResponse
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
+	// call sends one request (and its body) and waits for its answer.
+	call := func(req progRequest, body []byte) progResponse {
+		t.Helper()
+		enc.Encode(req)
+		if body != nil {
+			enc.Encode(body)
 		}
-		got = append(got, r)
+		var r progResponse
+		if err := dec.Decode(&r); err != nil || r.ID != req.ID {
+			t.Fatalf("answer to %d = %+v, %v", req.ID, r, err)
+		}
+		return r
 	}
-	if len(got) != 7 || strings.Join(got[0].KnownCommands, ",") != "get,put,close" {
-		t.Fatalf("responses = %+v, want the capabilities and 6 answers", got)
+	got := map[int64]progResponse{
+		1: call(progRequest{ID: 1, Command: "get", ActionID: id("fmt")}, nil),
+		2: call(progRequest{ID: 2, Command: "get", ActionID: id("p")}, nil),
+		3: call(progRequest{ID: 3, Command: "put", ActionID: id("p"), OutputID: out[:], BodySize: int64(len(body))}, body),
+		4: call(progRequest{ID: 4, Command: "get", ActionID: id("p")}, nil),
+		5: call(progRequest{ID: 5, Command: "get", ActionID: id("bad size")}, nil),
+		6: call(progRequest{ID: 6, Command: "close"}, nil),
+	}
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 	if r := got[1]; r.Miss || !strings.HasPrefix(r.DiskPath, shared) || r.Size != int64(len("fmt archive")) {
 		t.Errorf("get of a shared entry = %+v, want a hit in the shared layer", r)

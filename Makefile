@@ -4,7 +4,7 @@ BIN     := bin/frog
 GOFLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build test bench bench-synth gremlins run synth check image gpu-check gpu-check-build clean
+.PHONY: help deps build test bench bench-synth gremlins run synth check image gpu-check gpu-check-build clean
 
 GREMLINS_VERSION := v0.6.0
 TASKS            ?= runs/tasks.jsonl
@@ -12,14 +12,31 @@ TASKS            ?= runs/tasks.jsonl
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# need,CMD,PACKAGE,WHY: CMD is on PATH, or Debian's PACKAGE is installed now
+# (as root, with apt-get), or make stops with one line that says what to do.
+define need
+command -v $(1) >/dev/null 2>&1 || { \
+	if [ "$$(id -u)" != 0 ]; then echo "make: $(1) is missing ($(3)) and only root can install it here: run 'sudo apt-get install $(2)' (or install $(2) another way), then rerun"; exit 1; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "make: $(1) is missing ($(3)) and there is no apt-get here: install $(2), then rerun"; exit 1; fi; \
+	echo "make: installing $(2) ($(3)) with apt-get"; \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; } \
+		|| { echo "make: apt-get install $(2) failed: install it, then rerun"; exit 1; }; }
+endef
+
+deps: ## check what the tests and `make run` need (go, git, a Docker daemon) and install what is missing (as root, with apt-get)
+	@command -v $(GO) >/dev/null 2>&1 || { echo "make: no go command: install Go 1.26 and put its bin directory on PATH, then rerun"; exit 1; }
+	@$(call need,git,git,tests and git sources of frog synth clone with it)
+	@if ! command -v docker >/dev/null 2>&1; then echo "make: no docker command: Docker tests use the daemon's socket if one answers, and skip (fail under CI=true) if none does"; \
+	elif ! docker info >/dev/null 2>&1; then echo "make: no Docker daemon answers: Docker tests will skip (fail under CI=true); start dockerd to run them"; fi
+
 build: ## build bin/frog
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/frog
 
-image: build ## build the sandbox image frog-sandbox:<version> (no registry needed)
+image: build ## build the sandbox image frog-sandbox:<version> (no registry and no host package needed)
 	@if docker info >/dev/null 2>&1; then ./$(BIN) image build; \
 	else echo "make image: no Docker daemon answers; the sandbox image was not built (Docker tests skip unless CI=true)"; fi
 
-test: image ## run every test with the race detector (Docker tests use the real daemon)
+test: deps image ## run every test with the race detector (Docker tests use the real daemon)
 	$(GO) test $(GOFLAGS) -race -count=1 ./...
 
 check: ## gofmt, go vet, and builds with cgo on and off
@@ -28,7 +45,7 @@ check: ## gofmt, go vet, and builds with cgo on and off
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=1 $(GO) build ./...
 
-run: build ## the main job on the built-in defaults: synthesize tasks (once) from the pinned modules, then a rollout simulation on them
+run: deps build ## the main job on the built-in defaults: synthesize tasks (once) from the pinned modules, then a rollout simulation on them
 	@mkdir -p $(dir $(TASKS))
 	@if [ -s $(TASKS) ]; then echo "make run: reusing $(TASKS) (delete it to synthesize again)"; \
 	else ./$(BIN) synth --n 200 --out $(TASKS); fi
@@ -46,7 +63,7 @@ gremlins: ## install the pinned gremlins (mutation tester, for bench-synth) into
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
 
 bench-synth: build gremlins ## mutants validated per second: frog against gremlins on one package
-	./$(BIN) bench synth --gremlins bin/gremlins
+	./$(BIN) bench synth --gremlins $(CURDIR)/bin/gremlins
 
 gpu-check: ## build bin/cuda.test; if an NVIDIA GPU is here, run the report (libraries, tests, max errors, skips, benchmarks)
 	bash cuda/gpucheck.sh

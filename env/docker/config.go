@@ -41,12 +41,26 @@ type Config struct {
 	WorkspaceBytes int64
 	TmpBytes       int64
 	// GoRoot and GoModCache are host directories mounted read-only at
-	// /usr/local/go and /go/pkg/mod; "" mounts nothing. BuildCacheVolume
-	// is a named volume shared by all sandboxes, mounted at /cache (GOCACHE
-	// is /cache/go-build in frog's image); "" mounts nothing.
-	GoRoot           string
-	GoModCache       string
+	// /usr/local/go and /go/pkg/mod; "" mounts nothing.
+	GoRoot     string
+	GoModCache string
+	// BuildCacheVolume is a named volume that holds the Go build cache
+	// shared by all sandboxes (/cache/go-build, in the go command's
+	// format). Sandboxes mount it read-only, and each command they run
+	// gets a fresh, writable layer of its own over it (see the agent's
+	// gocacheprog), so that nothing a command writes into a build cache is
+	// read by any later command or sandbox. "" mounts nothing: commands
+	// still get their own layers.
 	BuildCacheVolume string
+	// BuildCacheWarm are the packages the provider compiles into the
+	// shared build cache when it starts (once per process, volume and
+	// image), in a container of its own that mounts the volume writable
+	// and runs only the go command: the harness is the cache's only
+	// writer. When the cache is warm this costs a container start and the
+	// go command finding everything cached (2–3 s). nil warms nothing;
+	// WarmTimeout bounds it.
+	BuildCacheWarm []string
+	WarmTimeout    time.Duration
 	// ExecTimeout is a command's timeout when ExecOptions.Timeout is 0;
 	// MaxOutput the cap of stdout and of stderr when ExecOptions.MaxOutput
 	// is 0.
@@ -78,7 +92,8 @@ const (
 
 // DefaultConfig is a networkless, unprivileged, read-only sandbox of frog's
 // own image with 2 GiB of memory, one CPU, 512 processes, the host's Go
-// toolchain and module cache mounted read-only, and a warm pool of 4.
+// toolchain and module cache mounted read-only, the shared build cache
+// read-only and warmed with the standard library, and a warm pool of 4.
 func DefaultConfig() Config {
 	return Config{
 		Image:            DefaultImage,
@@ -95,6 +110,8 @@ func DefaultConfig() Config {
 		GoRoot:           hostGo().root,
 		GoModCache:       hostGo().modCache,
 		BuildCacheVolume: "frog-go-build",
+		BuildCacheWarm:   []string{"std"},
+		WarmTimeout:      15 * time.Minute,
 		ExecTimeout:      10 * time.Minute,
 		MaxOutput:        1 << 20,
 		StartTimeout:     60 * time.Second,
@@ -116,7 +133,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("docker: config: user %q: sandboxes never run as root", c.User)
 	case c.Memory < 0 || c.CPUs < 0 || c.Pids < 0 || c.WorkspaceBytes < 0 || c.TmpBytes < 0:
 		return errors.New("docker: config: negative limit")
-	case c.ExecTimeout <= 0 || c.StartTimeout <= 0 || c.CloseTimeout <= 0 || c.AgentGrace <= 0:
+	case c.ExecTimeout <= 0 || c.StartTimeout <= 0 || c.CloseTimeout <= 0 || c.AgentGrace <= 0 || (len(c.BuildCacheWarm) > 0 && c.WarmTimeout <= 0):
 		return errors.New("docker: config: timeouts must be > 0")
 	case c.MaxOutput <= 0:
 		return errors.New("docker: config: max output must be > 0")

@@ -8,8 +8,13 @@
 // system with tmpfs mounts at /workspace and /tmp, under memory, CPU and pids
 // limits; Config says all of it, DefaultConfig gives the defaults. The host's
 // Go toolchain and module cache are mounted read-only at /usr/local/go and
-// /go/pkg/mod, and a named volume shared by all sandboxes holds the Go build
-// cache at /cache.
+// /go/pkg/mod. A named volume shared by all sandboxes holds the Go build
+// cache at /cache, read-only: the provider alone writes it, compiling the
+// standard library into it in a container of its own when it starts, and
+// each command in a sandbox gets a fresh, writable cache layer of its own
+// over it, removed when the command ends. Nothing an episode writes into a
+// build cache is read by a later command, its own verdict included, or by
+// another episode.
 //
 // Commands do not pay for a `docker exec`: each container runs frog's agent
 // (env/docker/agent) as its main process, under Docker's init, and the
@@ -20,9 +25,12 @@
 // itself when a command ends, so nothing outlives its command. File reads and
 // writes go through the agent too, confined to the workspace by os.Root.
 //
-// The image is built with no registry by BuildImage (FROM scratch: a static
-// busybox, the agent compiled by the go command, mount points) and tagged
-// DefaultImage. A warm pool per image keeps PoolSize containers started
+// The image is built with no registry and no host package by BuildImage
+// (FROM scratch: the agent compiled by the go command, mount points) and
+// tagged DefaultImage. The agent is also the image's whole userland: a
+// multi-call binary that is sh (mvdan.cc/sh), the file tools of u-root
+// (cat, ls, cp, find, …) and frog's own grep, sed, diff, env and the rest,
+// each a link to it. A warm pool per image keeps PoolSize containers started
 // ahead of demand; an episode always gets one nobody used.
 //
 // # Threading and cancellation

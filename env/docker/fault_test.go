@@ -135,6 +135,7 @@ func fakeConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Reap = false
 	cfg.PoolSize = 0
+	cfg.BuildCacheWarm = nil
 	cfg.StartTimeout = 2 * time.Second
 	return cfg
 }

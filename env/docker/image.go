@@ -5,16 +5,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,16 +26,41 @@ import (
 	"github.com/docker/docker/client"
 )
 
-//go:embed agent/main.go
-var agentSource []byte
+// agentFS is the agent's source: its Go files, and agent.mod and agent.sum,
+// which are its go.mod and go.sum when BuildImage compiles it.
+//
+//go:embed agent/*.go agent/agent.mod agent/agent.sum
+var agentFS embed.FS
+
+// agentSources is agentFS less the tests, by file name.
+var agentSources = func() map[string][]byte {
+	ents, err := fs.ReadDir(agentFS, "agent")
+	if err != nil {
+		panic(err)
+	}
+	src := map[string][]byte{}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		data, err := fs.ReadFile(agentFS, "agent/"+e.Name())
+		if err != nil {
+			panic(err)
+		}
+		src[e.Name()] = data
+	}
+	return src
+}()
 
 // dockerfile builds the sandbox image from the context that buildContext
-// makes: a static busybox with its applets, the agent, an /etc/passwd, mount
-// points, and the directories the sandbox user owns.
+// makes: the agent, which is also the shell and every tool (each a link to
+// it), an /etc/passwd, mount points, and the directories the sandbox user
+// owns. GOENV=off and GOWORK=off: a go.env or go.work file that a command
+// writes changes no later go command.
 const dockerfile = `FROM scratch
 COPY rootfs/ /
 COPY --chown=1000:1000 user/ /
-ENV PATH=/usr/local/go/bin:/bin:/usr/bin HOME=/tmp GOCACHE=/cache/go-build GOMODCACHE=/go/pkg/mod GOPATH=/tmp/gopath GOTOOLCHAIN=local GOPROXY=off GOTELEMETRY=off CGO_ENABLED=0
+ENV PATH=/usr/local/go/bin:/bin:/usr/bin HOME=/tmp GOCACHE=/cache/go-build GOMODCACHE=/go/pkg/mod GOPATH=/tmp/gopath GOTOOLCHAIN=local GOPROXY=off GOTELEMETRY=off CGO_ENABLED=0 GOENV=off GOWORK=off
 LABEL frog.sandbox=%s
 USER 1000:1000
 WORKDIR /workspace
@@ -40,12 +68,16 @@ CMD ["/frog/agent", "-root", "/workspace"]
 `
 
 // ImageVersion identifies the sandbox image this frog builds: a hash of the
-// agent's source and of the Dockerfile.
+// agent's source, its module files and the Dockerfile.
 var ImageVersion = func() string {
 	h := sha256.New()
-	h.Write(agentSource)
+	names := slices.Sorted(maps.Keys(agentSources))
+	for _, n := range names {
+		fmt.Fprintf(h, "%s %d\n", n, len(agentSources[n]))
+		h.Write(agentSources[n])
+	}
 	h.Write([]byte(dockerfile))
-	return "1-" + hex.EncodeToString(h.Sum(nil))[:12]
+	return "2-" + hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
 // DefaultImage is frog's own sandbox image, frog-sandbox:<ImageVersion>.
@@ -55,10 +87,9 @@ var DefaultImage = "frog-sandbox:" + ImageVersion
 type BuildOptions struct {
 	// Tag names the image; "" means DefaultImage.
 	Tag string
-	// Busybox is a statically linked busybox (Debian's busybox-static
-	// installs /bin/busybox); "" means /bin/busybox, else busybox on PATH.
-	Busybox string
-	// Go is the go command that builds the agent; "" means "go".
+	// Go is the go command that builds the agent (the image's whole
+	// userland), fetching its modules through the module proxy when they
+	// are not in the module cache; "" means "go".
 	Go string
 	// Force builds even when the image exists.
 	Force bool
@@ -73,8 +104,9 @@ func EnsureImage(ctx context.Context, cli *client.Client, opts BuildOptions) (st
 }
 
 // BuildImage builds the sandbox image FROM scratch through the daemon's build
-// API (no registry is needed): a static busybox, frog's agent (built here by
-// the go command with CGO_ENABLED=0), and mount points for the Go toolchain
+// API (no registry is needed, and nothing from the host but the go command):
+// frog's agent (built here by the go command with CGO_ENABLED=0), which is
+// also the image's shell and tools, and mount points for the Go toolchain
 // (/usr/local/go), the module cache (/go/pkg/mod), the shared build cache
 // (/cache) and the workspace (/workspace). It returns the image's name.
 func BuildImage(ctx context.Context, cli *client.Client, opts BuildOptions) (string, error) {
@@ -147,19 +179,7 @@ func readBuildOutput(r io.Reader, w io.Writer) error {
 
 // buildContext makes the tar the daemon builds from.
 func buildContext(ctx context.Context, opts BuildOptions) ([]byte, error) {
-	bb, err := findBusybox(opts.Busybox)
-	if err != nil {
-		return nil, err
-	}
-	bbData, err := os.ReadFile(bb)
-	if err != nil {
-		return nil, err
-	}
-	applets, err := exec.CommandContext(ctx, bb, "--list").Output()
-	if err != nil {
-		return nil, fmt.Errorf("list the applets of %s: %w", bb, err)
-	}
-	agent, err := buildAgent(ctx, opts.Go)
+	agent, names, err := buildAgent(ctx, opts.Go)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +202,11 @@ func buildContext(ctx context.Context, opts BuildOptions) ([]byte, error) {
 		dir(d, 0o755)
 	}
 	dir("rootfs/tmp", 0o1777)
-	file("rootfs/bin/busybox", 0o755, bbData)
-	for a := range strings.FieldsSeq(string(applets)) {
-		if a != "busybox" && !strings.Contains(a, "/") {
-			link("rootfs/bin/"+a, "busybox")
-		}
+	file("rootfs"+AgentPath, 0o755, agent)
+	for _, n := range names {
+		link("rootfs/bin/"+n, AgentPath)
 	}
-	link("rootfs/usr/bin/env", "/bin/busybox")
-	file("rootfs/frog/agent", 0o755, agent)
+	link("rootfs/usr/bin/env", AgentPath)
 	file("rootfs/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nfrog:x:1000:1000:frog:/home/frog:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"))
 	file("rootfs/etc/group", 0o644, []byte("root:x:0:\nfrog:x:1000:\nnobody:x:65534:\n"))
 	for _, d := range []string{"user", "user/workspace", "user/cache", "user/cache/go-build", "user/home", "user/home/frog"} {
@@ -201,44 +218,43 @@ func buildContext(ctx context.Context, opts BuildOptions) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func findBusybox(p string) (string, error) {
-	if p != "" {
-		return p, nil
-	}
-	if _, err := os.Stat("/bin/busybox"); err == nil {
-		return "/bin/busybox", nil
-	}
-	if p, err := exec.LookPath("busybox"); err == nil {
-		return p, nil
-	}
-	return "", errors.New("no busybox: install a static one (Debian: apt-get install busybox-static)")
-}
-
-// buildAgent compiles the embedded agent source into a static binary for
-// the daemon's platform (linux, this machine's architecture).
-func buildAgent(ctx context.Context, goCmd string) ([]byte, error) {
+// buildAgent compiles the embedded agent source, as its own module (agent.mod
+// and agent.sum, whose versions match frog's go.mod), into a static binary
+// for the daemon's platform (linux, this machine's architecture), and lists
+// the tools it provides (the names the image links to it).
+func buildAgent(ctx context.Context, goCmd string) (bin []byte, tools []string, err error) {
 	if goCmd == "" {
 		goCmd = "go"
 	}
 	dir, err := os.MkdirTemp("", "frog-agent-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), agentSource, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module frogagent\n\ngo 1.25\n"), 0o644); err != nil {
-		return nil, err
+	for name, data := range agentSources {
+		switch name {
+		case "agent.mod":
+			name = "go.mod"
+		case "agent.sum":
+			name = "go.sum"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, nil, err
+		}
 	}
 	out := filepath.Join(dir, "agent")
 	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOWORK=off", "GOFLAGS=-mod=readonly", "GO111MODULE=on")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build the agent with %s: %w\n%s", goCmd, err, msg)
+		return nil, nil, fmt.Errorf("build the agent with %s: %w\n%s", goCmd, err, msg)
 	}
-	return os.ReadFile(out)
+	list, err := exec.CommandContext(ctx, out, "--list").Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the agent's tools: %w", err)
+	}
+	bin, err = os.ReadFile(out)
+	return bin, strings.Fields(string(list)), err
 }
 
 // checkImage makes sure the daemon has ref: present, or pulled within

@@ -78,6 +78,9 @@ func newProvider(ctx context.Context, api dockerAPI, cfg Config, log zerolog.Log
 		faults: map[string]int64{},
 	}
 	p.life, p.stopLife = context.WithCancel(context.WithoutCancel(ctx))
+	if err := p.warmCache(ctx); err != nil {
+		p.log.Warn().Err(err).Str("volume", cfg.BuildCacheVolume).Msg("warming the shared build cache failed; sandboxes compile what it lacks")
+	}
 	if cfg.Reap {
 		rep, err := reap(ctx, api, ReapOptions{})
 		if err != nil {
@@ -229,7 +232,7 @@ func (p *Provider) containerConfig(img, run, episode, attempt string) (*containe
 	cfg := &container.Config{
 		Image:        img,
 		User:         c.User,
-		Cmd:          []string{AgentPath, "-root", Workspace},
+		Cmd:          agentCmd(c),
 		WorkingDir:   Workspace,
 		Labels:       labels,
 		OpenStdin:    true,
@@ -283,9 +286,27 @@ func (p *Provider) containerConfig(img, run, episode, attempt string) (*containe
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: c.GoModCache, Target: "/go/pkg/mod", ReadOnly: true})
 	}
 	if c.BuildCacheVolume != "" {
-		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: c.BuildCacheVolume, Target: "/cache"})
+		// Read-only: the harness alone writes it (warmCache).
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: c.BuildCacheVolume, Target: "/cache", ReadOnly: true})
 	}
 	return cfg, hc
+}
+
+// Where the build cache lives in a sandbox: the shared volume's cache, and
+// the directory where the agent makes each command's own layer.
+const (
+	sharedCache = "/cache/go-build"
+	layersDir   = "/tmp/.frog-gocache"
+)
+
+// agentCmd is the agent's command line: each command gets a build cache
+// layer of its own under layersDir, over the shared cache when there is one.
+func agentCmd(c Config) []string {
+	cmd := []string{AgentPath, "-root", Workspace, "-gocache-layers", layersDir}
+	if c.BuildCacheVolume != "" {
+		cmd = append(cmd, "-gocache-shared", sharedCache)
+	}
+	return cmd
 }
 
 // Close stops the warm pool and removes every container the provider still

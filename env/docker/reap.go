@@ -49,21 +49,28 @@ func bootID() string {
 
 // procStart is field 22 of /proc/<pid>/stat, or "" when pid does not exist.
 func procStart(pid int) string {
+	_, start := procStat(pid)
+	return start
+}
+
+// procStat returns the state (field 3 of /proc/<pid>/stat: R, S, Z, …) and
+// the start time (field 22) of pid, or 0 and "" when it does not exist.
+func procStat(pid int) (state byte, start string) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return 0, ""
 	}
 	// Fields after the command name, which is in parentheses: state is
 	// field 3, start time field 22.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return ""
+		return 0, ""
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return ""
+		return 0, ""
 	}
-	return f[19]
+	return f[0][0], f[19]
 }
 
 // ReapOptions narrows what Reap removes.
@@ -89,8 +96,9 @@ type ReapReport struct {
 }
 
 // Reap force-removes the containers labelled frog.run whose frog process is
-// gone: same host and boot, and no process with that pid and start time (a
-// different boot of the same host counts as gone). Containers of live runs
+// gone: same host and boot, and no live process with that pid and start time
+// (a zombie, killed but not yet waited for, is gone; a different boot of the
+// same host counts as gone too). Containers of live runs
 // and of other hosts stay, unless opts.Force. Providers call it when they
 // start (Config.Reap); `frog gc` calls it on demand. Daemon faults wrap
 // env.ErrInfra; removal continues past single failures, which are joined.
@@ -159,7 +167,10 @@ func ownerAlive(labels, self map[string]string) owner {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return ownerGone
 	}
-	if start := procStart(pid); start == "" || start != labels[LabelStart] {
+	// A zombie (killed, not yet waited for by its parent) still has its
+	// /proc entry and start time, but it will never close a sandbox.
+	state, start := procStat(pid)
+	if start == "" || start != labels[LabelStart] || state == 'Z' || state == 'X' {
 		return ownerGone
 	}
 	return ownerLive

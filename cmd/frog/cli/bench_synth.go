@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -36,6 +38,12 @@ version into bin/.`,
 			log, err := g.logger()
 			if err != nil {
 				return err
+			}
+			// gremlins runs in the module's copy: a relative path must
+			// mean what it meant where the user typed it.
+			gremlins, err := absCommand(gremlins)
+			if err != nil {
+				return fmt.Errorf("--gremlins: %w", err)
 			}
 			work, cleanup, err := workDir(work, "frog-bench-synth-")
 			if err != nil {
@@ -90,4 +98,14 @@ version into bin/.`,
 		return nil
 	}
 	return c
+}
+
+// absCommand returns the absolute path of the program name denotes: looked
+// up on PATH when it is a bare name, else relative to the current directory.
+func absCommand(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
 }

@@ -142,10 +142,11 @@ func newImageCmd(g *globals) *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the sandbox image frog-sandbox:<version> with no registry",
-		Long: `build makes frog's sandbox image FROM scratch on the local Docker daemon: a
-static busybox (Debian's busybox-static, /bin/busybox), frog's in-container
-agent (compiled by the go command) and the mount points for the host's Go
-toolchain, module cache and a shared build cache. Nothing is pulled. It is a
+		Long: `build makes frog's sandbox image FROM scratch on the local Docker daemon:
+frog's in-container agent, compiled by the go command (its modules come from
+the module cache or the module proxy), which is also the image's shell and
+tools, and the mount points for the host's Go toolchain, module cache and a
+shared build cache. No host package is needed and nothing is pulled. It is a
 no-op when the image exists, unless --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

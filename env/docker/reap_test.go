@@ -1,0 +1,44 @@
+package docker
+
+import (
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestOwnerZombie: a frog process that was killed but not yet waited for by
+// its parent is a zombie (state Z): it still has a pid, a /proc entry and
+// its start time, yet it will never close its sandboxes. Reap must count it
+// as gone.
+func TestOwnerZombie(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Wait()
+	labels := map[string]string{
+		LabelHost:  identity()[LabelHost],
+		LabelBoot:  identity()[LabelBoot],
+		LabelPID:   strconv.Itoa(pid),
+		LabelStart: procStart(pid),
+	}
+	if got := ownerAlive(labels, identity()); got != ownerLive {
+		t.Fatalf("owner of a running process = %v, want %v (live)", got, ownerLive)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not waited for: the process stays a zombie until cmd.Wait.
+	deadline := time.Now().Add(10 * time.Second)
+	for state, _ := procStat(pid); state != 'Z'; state, _ = procStat(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not become a zombie (state %q)", pid, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := ownerAlive(labels, identity()); got != ownerGone {
+		t.Errorf("owner of a zombie process = %v, want %v (gone)", got, ownerGone)
+	}
+}

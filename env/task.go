@@ -31,7 +31,32 @@ type Task struct {
 	PassToPass []string `json:"PASS_TO_PASS,omitempty"`
 	// TestCmd runs the deciding tests; exit code 0 means they pass.
 	TestCmd []string `json:"test_cmd,omitempty"`
+	// Version is the version of module Repo the code comes from (a module
+	// version, or the commit of a git source); Package the import path of
+	// the package with the bug; Mutations the injected changes. They are
+	// what laying out the task's workspace needs (see Workspaces): the
+	// module at Version with every mutation's edits applied.
+	Version   string     `json:"version,omitempty"`
+	Package   string     `json:"package,omitempty"`
+	Mutations []Mutation `json:"mutations,omitempty"`
 }
+
+// Mutation is one injected change: Edits applied to the original file make
+// the bug; applied in reverse they undo it.
+type Mutation struct {
+	Op      string `json:"op"`
+	Family  string `json:"family"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line"`
+	Func    string `json:"func,omitempty"`
+	Desc    string `json:"desc,omitempty"`
+	Edits   []Edit `json:"edits"`
+}
+
+// Real reports whether the task is made of real code that a Workspaces
+// must lay out (as opposed to a simulated task).
+func (t *Task) Real() bool { return len(t.Mutations) > 0 }
 
 // TaskView is what an agent is told of its task: what an issue would say
 // and the tests' contract (which tests fail and must pass, which must keep

@@ -8,22 +8,17 @@ import (
 	"strings"
 
 	"github.com/frognano/frog/env"
-	"github.com/frognano/frog/synth/mutate"
 )
 
 // TaskRecord is a synthesized task as the task store keeps it: the
 // SWE-bench / SWE-smith instance fields of env.Task (flattened into the same
 // JSON object) plus what frog knows about how the task was made.
 type TaskRecord struct {
+	// Task holds the instance fields, and what rebuilding the task's
+	// workspace needs (its module's version, the package, the mutations).
 	env.Task
-	// Version is the module version the code comes from, when known.
-	Version string `json:"version,omitempty"`
-	// Package is the import path of the mutated package.
-	Package string `json:"package,omitempty"`
 	// Family is the operator family of the hardest mutation.
 	Family string `json:"family,omitempty"`
-	// Mutations are the injected changes, each with its exact inverse.
-	Mutations []Mutation `json:"mutations,omitempty"`
 	// Features are the inputs to the difficulty estimate.
 	Features Features `json:"features"`
 	// Validation records how the task was validated.
@@ -37,22 +32,12 @@ type TaskRecord struct {
 	Coverage       map[string][]int `json:"coverage,omitempty"`
 }
 
-// Mutation is one injected change: Edits applied to the original file make
-// the bug; applied in reverse they undo it.
-type Mutation struct {
-	Op      string `json:"op"`
-	Family  string `json:"family"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	EndLine int    `json:"end_line"`
-	Func    string `json:"func,omitempty"`
-	Desc    string `json:"desc,omitempty"`
-	Edits   []Edit `json:"edits"`
-}
+// Mutation is one injected change (env.Mutation: a task carries its own).
+type Mutation = env.Mutation
 
 // Edit replaces Old at byte Offset of the original file with New: the
 // mutation operators' own edit, stored as they made it.
-type Edit = mutate.Edit
+type Edit = env.Edit
 
 // Features are the difficulty features of a task.
 type Features struct {

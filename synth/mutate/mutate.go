@@ -1,6 +1,8 @@
 package mutate
 
 import (
+	"github.com/frognano/frog/env"
+
 	"errors"
 	"fmt"
 	"go/ast"
@@ -59,12 +61,8 @@ const (
 )
 
 // Edit replaces the bytes Old found at Offset in the original source with
-// New. Edits of one Site never overlap.
-type Edit struct {
-	Offset int    `json:"offset"`
-	Old    string `json:"old"`
-	New    string `json:"new"`
-}
+// New. Edits of one Site never overlap. (It is env.Edit: tasks store them.)
+type Edit = env.Edit
 
 // Site is one applicable mutation in one file.
 type Site struct {

@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"github.com/frognano/frog/env"
+
 	"context"
 	"errors"
 	"os"
@@ -55,10 +57,10 @@ func TestCheckerRefusesPathsOutsideTheModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := func(file string) synth.TaskRecord {
-		return synth.TaskRecord{
+		return synth.TaskRecord{Task: env.Task{
 			Mutations: []synth.Mutation{{Op: "test", Family: "token", File: file, Line: 1, EndLine: 1,
 				Edits: []synth.Edit{{Offset: 0, Old: "x", New: "y"}}}},
-		}
+		}}
 	}
 	tests := []struct {
 		name, file, want string

@@ -66,9 +66,9 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			FailToPass:       res.FailToPass,
 			PassToPass:       res.PassToPass,
 			TestCmd:          []string{"go", "test", "-count=1", "-vet=off", "-run", runRegexp(append(append([]string(nil), res.FailToPass...), res.PassToPass...)), p.Rel},
+			Package:          path.Join(repo, strings.TrimPrefix(p.Rel, "./")),
+			Mutations:        m.Mutations,
 		},
-		Package:   path.Join(repo, strings.TrimPrefix(p.Rel, "./")),
-		Mutations: m.Mutations,
 		Features: synth.Features{
 			K:          len(m.Mutations),
 			Complexity: m.Complexity,

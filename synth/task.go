@@ -155,3 +155,9 @@ func LocalPath(p string) error {
 	}
 	return nil
 }
+
+// ErrQuarantined says a task does not hold up on this machine: with its
+// bug its FAIL_TO_PASS tests do not fail (or PASS_TO_PASS ones do not
+// pass), or its gold patch no longer makes every deciding test pass. Such a
+// task is set aside with its reason and never scored.
+var ErrQuarantined = errors.New("task quarantined")

@@ -51,6 +51,14 @@ type Config struct {
 	// it. Where it is not permitted the provider says so in Isolation and
 	// goes on without.
 	Unshare bool
+	// Workspaces lays out the workspace of a real task (env.Task.Real) when
+	// its sandbox opens; without it, opening one for a real task fails.
+	Workspaces env.Workspaces
+	// Link lays a task's workspace out by hard links to its template
+	// instead of copies: faster, but a command that writes a file in place
+	// (rather than through WriteFile, which replaces files) would write
+	// the template. Off by default.
+	Link bool
 	// Env is added to the commands' environment: PATH, the GO* variables
 	// and LANG of this process, HOME and TMPDIR in the sandbox, and the
 	// host's GOCACHE and GOMODCACHE so that builds stay warm.
@@ -88,6 +96,7 @@ var (
 	_ env.Provider      = (*Provider)(nil)
 	_ env.ProviderStats = (*Provider)(nil)
 	_ env.Sandbox       = (*Sandbox)(nil)
+	_ env.Remover       = (*Sandbox)(nil)
 )
 
 // New returns a provider. It probes once which namespaces the kernel lets
@@ -209,10 +218,70 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 		os.RemoveAll(dir)
 		return nil, env.Infra(fmt.Errorf("process: open: %w", err))
 	}
+	if t := opts.Task; t != nil && t.Real() {
+		if err := p.layOut(ctx, t, ws); err != nil {
+			root.Close()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	s := &Sandbox{p: p, dir: dir, ws: ws, root: root,
 		env: append(p.env[:len(p.env):len(p.env)], "HOME="+filepath.Join(dir, "home"), "TMPDIR="+filepath.Join(dir, "tmp"))}
 	p.opened.Add(1)
 	return s, nil
+}
+
+// layOut fills workspace ws with task t's template.
+func (p *Provider) layOut(ctx context.Context, t *env.Task, ws string) error {
+	if p.cfg.Workspaces == nil {
+		return fmt.Errorf("process: task %s is real code but the provider has no Workspaces to lay it out", t.ID)
+	}
+	tmpl, err := p.cfg.Workspaces.Template(ctx, t)
+	if err != nil {
+		return fmt.Errorf("process: lay out: %w", err)
+	}
+	err = filepath.WalkDir(tmpl, func(src string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(tmpl, src)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(ws, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case !d.Type().IsRegular() || rel == ".frog-ready":
+			return nil
+		case p.cfg.Link:
+			if os.Link(src, dst) == nil {
+				return nil
+			}
+		}
+		return copyFile(src, dst)
+	})
+	if err != nil {
+		return env.Infra(fmt.Errorf("process: lay out task %s: %w", t.ID, err))
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // Stats counts the sandboxes opened and closed.
@@ -492,7 +561,29 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 			return err
 		}
 	}
+	// Replace rather than write in place: the file may be a hard link to
+	// a task's template.
+	if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	return s.root.WriteFile(p, data, 0o644)
+}
+
+// Remove deletes a file of the workspace (env.Remover).
+func (s *Sandbox) Remove(ctx context.Context, name string) error {
+	p, err := s.rel(name)
+	if err != nil {
+		return err
+	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.isClosed() {
+		return env.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.root.Remove(p)
 }
 
 // Close kills a running command and removes the sandbox's directory. It is

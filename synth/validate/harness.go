@@ -881,3 +881,53 @@ func (sf *srcFile) srcOrNil() []byte {
 	}
 	return sf.src
 }
+
+// Check verifies, in sb laid out with task's workspace, that the task holds
+// up: with the bug its FAIL_TO_PASS tests fail and its PASS_TO_PASS tests
+// pass, and with fixed (the files of its gold patch) written over it every
+// deciding test passes. A task that does not gives an error wrapping
+// synth.ErrQuarantined that says which tests did what. sb is left with the
+// fix written: use a sandbox of its own.
+func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
+	t := task
+	run := func() (testRun, error) {
+		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
+			"-timeout", h.cfg.TestTimeout.String(), "-run", runRegexp(t.Tests()), "./"+t.Dir())
+		if err != nil {
+			return testRun{}, err
+		}
+		return parseTestJSON(r), nil
+	}
+	bad, err := run()
+	if err != nil {
+		return err
+	}
+	var problems []string
+	switch {
+	case !bad.built:
+		problems = append(problems, "with the bug, the tests do not build: "+firstLines(bad.text, 3))
+	default:
+		if p := without(t.FailToPass, bad.failed); len(p) > 0 {
+			problems = append(problems, "with the bug, FAIL_TO_PASS tests did not fail: "+strings.Join(p, " "))
+		}
+		if p := without(t.PassToPass, bad.passed); len(p) > 0 {
+			problems = append(problems, "with the bug, PASS_TO_PASS tests did not pass: "+strings.Join(p, " "))
+		}
+	}
+	for f, data := range fixed {
+		if err := sb.WriteFile(ctx, f, data); err != nil {
+			return err
+		}
+	}
+	good, err := run()
+	if err != nil {
+		return err
+	}
+	if p := without(t.Tests(), good.passed); len(p) > 0 {
+		problems = append(problems, "with the gold patch, tests did not pass: "+strings.Join(p, " "))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("task %s: %w: %s", t.ID, synth.ErrQuarantined, strings.Join(problems, "; "))
+	}
+	return nil
+}

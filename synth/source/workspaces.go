@@ -304,4 +304,3 @@ func escape(s string) string {
 	}
 	return out
 }
-

@@ -19,6 +19,7 @@ import (
 	"github.com/frognano/frog/env/docker"
 	"github.com/frognano/frog/env/process"
 	envsim "github.com/frognano/frog/env/sim"
+	"github.com/frognano/frog/synth/source"
 )
 
 // sandboxOptions choose and shape the sandbox backend.
@@ -64,6 +65,9 @@ type sandboxSpec struct {
 	Seed        uint64
 	TimeScale   float64
 	FaultRate   float64
+	// Workspaces lays out real tasks' workspaces; nil for runs of
+	// simulated tasks (and validation, which copies modules itself).
+	Workspaces *source.Workspaces
 }
 
 // openSandboxes opens the backend spec.Kind names; it returns the provider
@@ -79,12 +83,12 @@ func openSandboxes(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (e
 	case "docker":
 		return openDocker(ctx, spec, log)
 	case "process":
-		return openProcess(log)
+		return openProcess(spec, log)
 	case "auto":
 		p, release, err := openDocker(ctx, spec, log)
 		if errors.Is(err, docker.ErrNoDaemon) {
 			log.Warn().Err(err).Msg("no Docker daemon answers; falling back to process sandboxes")
-			return openProcess(log)
+			return openProcess(spec, log)
 		}
 		return p, release, err
 	}
@@ -124,8 +128,12 @@ func openDocker(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (env.
 	return env.Limit(p, spec.Concurrency), release, nil
 }
 
-func openProcess(log zerolog.Logger) (env.Provider, func(), error) {
-	p, err := process.New(process.DefaultConfig(), log.With().Str("component", "process").Logger())
+func openProcess(spec sandboxSpec, log zerolog.Logger) (env.Provider, func(), error) {
+	cfg := process.DefaultConfig()
+	if spec.Workspaces != nil {
+		cfg.Workspaces = spec.Workspaces
+	}
+	p, err := process.New(cfg, log.With().Str("component", "process").Logger())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -39,6 +41,8 @@ type simOptions struct {
 	Tasks          string  `json:"tasks"`
 	InitialSkill   float64 `json:"initial_skill"`
 	LearningRate   float64 `json:"learning_rate"`
+
+	TaskOpts taskOptions `json:"task_options"`
 
 	JSON   bool   `json:"-"`
 	RunDir string `json:"-"`
@@ -100,15 +104,25 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.StringVar(&o.Tasks, "tasks", "sim", "where tasks come from: sim (simulated), synth (validated live from the default modules by frog synth's machinery), or a task store (.jsonl) written by frog synth, drawn from by difficulty")
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "simulated agent's starting skill")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
+	o.TaskOpts.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object (no progress bar)")
 	f.StringVar(&o.Name, "name", "", "run name (default sim-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
 	f.BoolVar(&o.NoDir, "no-run-dir", false, "write no run directory")
-	c.PreRunE = func(*cobra.Command, []string) error {
+	c.PreRunE = func(c *cobra.Command, _ []string) error {
 		o.Run.MaxAttempts = *retries + 1
+		if o.real() && !c.Flags().Changed("concurrency") {
+			// Real tests want a core each, not a thousand episodes at once.
+			o.Run.Concurrency = 2 * runtime.NumCPU()
+		}
 		return o.validate()
 	}
 	return c
+}
+
+// real says the run plays stored tasks in real sandboxes.
+func (o *simOptions) real() bool {
+	return o.Tasks != "sim" && o.Tasks != "synth" && o.Sandbox.Kind != "sim"
 }
 
 func (o *simOptions) validate() error {
@@ -156,11 +170,12 @@ func (o *simOptions) validate() error {
 // simReport is the summary `frog sim` prints.
 type simReport struct {
 	actors.Summary
-	Sim          simStats   `json:"sim"`
-	PeakRSSBytes int64      `json:"peak_rss_bytes"`
-	Interrupted  bool       `json:"interrupted"`
-	Config       simOptions `json:"config"`
-	Version      string     `json:"frog_version"`
+	Sim          simStats    `json:"sim"`
+	Tasks        *taskReport `json:"tasks,omitempty"`
+	PeakRSSBytes int64       `json:"peak_rss_bytes"`
+	Interrupted  bool        `json:"interrupted"`
+	Config       simOptions  `json:"config"`
+	Version      string      `json:"frog_version"`
 }
 
 type simStats struct {
@@ -180,12 +195,25 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	o.Run.Run = o.Name
 	log = log.With().Str("run", o.Name).Logger()
 
-	prov, release, err := openSandboxes(ctx, sandboxSpec{
+	spec := sandboxSpec{
 		sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency,
 		Seed: o.Seed, TimeScale: o.TimeScale, FaultRate: o.FaultRate,
-	}, log)
+	}
+	// Stored tasks in real sandboxes are played for real: laid out, their
+	// tests run by the harness, each checked before it is served.
+	var tenv *taskEnv
+	var prov env.Provider
+	var release func()
+	if o.real() {
+		tenv, prov, release, err = openTaskEnv(ctx, o.TaskOpts, spec, log)
+	} else {
+		prov, release, err = openSandboxes(ctx, spec, log)
+		if err != nil {
+			err = fmt.Errorf("sandbox %s: %w", o.Sandbox.Kind, err)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("sandbox %s: %w", o.Sandbox.Kind, err)
+		return err
 	}
 	defer release()
 	var cur synth.Curriculum = &synth.Fixed{D: o.Difficulty}
@@ -201,10 +229,13 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		return err
 	}
 	defer closeSrc()
-	src = oracleSource{Source: src, oracle: oracle, fix: simFix}
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: src,
+		Provider: prov, Learner: learner, Source: oracleSource{Source: src, oracle: oracle, fix: simFix},
 		Curriculum: cur, Log: log, Counters: new(actors.Counters),
+	}
+	if tenv != nil {
+		deps.Source = oracleSource{Source: tenv.q.Source(src), oracle: oracle, fix: tenv.oracleFix}
+		deps.Harness = tenv.h
 	}
 
 	var dir *runDir
@@ -226,7 +257,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	bar.stop()
 
 	rep := simReport{
-		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()},
+		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()}, Tasks: tenv.report(),
 		PeakRSSBytes: peakRSS(), Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
 	}
 	// The run's name is a label (config.json keeps it); leaving it out of the
@@ -281,6 +312,11 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(tw, "curriculum\t%s\tfinal difficulty %.2f\tpass rate %.3f\t\n",
 		r.Curriculum.Kind, r.Curriculum.Difficulty, r.Curriculum.PassRate)
 	fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
+	if t := r.Tasks; t != nil {
+		h := t.Harness
+		fmt.Fprintf(tw, "tasks\t%d quarantined\t%d test runs\toutcome cache hits %.1f%%\t%d schema builds\n",
+			len(t.Quarantined), h.Executions, 100*h.HitRate, h.Builds)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

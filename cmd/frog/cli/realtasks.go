@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
+	"github.com/frognano/frog/env"
+	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/validate"
+)
+
+// taskOptions are the flags of commands that play real tasks.
+type taskOptions struct {
+	Workspaces string   `json:"workspaces"`
+	Locals     []string `json:"locals,omitempty"`
+	NoCache    bool     `json:"no_outcome_cache"`
+}
+
+func (t *taskOptions) flags(f *pflag.FlagSet) {
+	f.StringVar(&t.Workspaces, "workspaces", source.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates (each task's module with its bug), made once and reused")
+	f.StringSliceVar(&t.Locals, "local", nil, "a local module directory that stored tasks were made from (repeatable); tasks of modules with a version are fetched through the module proxy")
+	f.BoolVar(&t.NoCache, "no-outcome-cache", false, "run every test again instead of answering repeated states from the outcome cache")
+}
+
+// taskEnv is what plays real tasks: their workspaces, the harness that runs
+// their tests and judges them, and the quarantine that checks each before
+// it is served.
+type taskEnv struct {
+	ws *source.Workspaces
+	h  *validate.Harness
+	q  *source.Quarantine
+}
+
+// openTaskEnv opens the sandboxes spec names, laying out real tasks from
+// o.Workspaces. The func releases the sandboxes.
+func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerolog.Logger) (*taskEnv, env.Provider, func(), error) {
+	ws, err := source.NewWorkspaces(o.Workspaces, log)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--workspaces %s: %w", o.Workspaces, err)
+	}
+	for _, dir := range o.Locals {
+		m, err := source.Local(dir)
+		if err != nil {
+			return nil, nil, nil, usagef("--local %s: %v", dir, err)
+		}
+		ws.AddLocal(m)
+	}
+	spec.Workspaces = ws
+	prov, release, err := openSandboxes(ctx, spec, log)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sandbox %s: %w", spec.Kind, err)
+	}
+	h := validate.NewHarness(ws, validate.HarnessConfig{NoCache: o.NoCache})
+	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log)}, prov, release, nil
+}
+
+// oracleFix is what frog sim's simulated agent is told of a real task: the
+// files of its gold fix (a named simulation; no real policy sees them).
+func (e *taskEnv) oracleFix(ctx context.Context, t *env.Task) (policysim.Fix, error) {
+	fixed, err := e.ws.Fixed(ctx, t)
+	if err != nil {
+		return policysim.Fix{}, err
+	}
+	f := policysim.Fix{Difficulty: t.Difficulty}
+	for _, p := range slices.Sorted(maps.Keys(fixed)) {
+		f.Files = append(f.Files, policysim.FileContent{Path: p, Content: string(fixed[p])})
+	}
+	return f, nil
+}
+
+// taskReport is what a run of real tasks adds to its summary.
+type taskReport struct {
+	Quarantined []source.Quarantined  `json:"quarantined"`
+	Harness     validate.HarnessStats `json:"harness"`
+}
+
+func (e *taskEnv) report() *taskReport {
+	if e == nil {
+		return nil
+	}
+	return &taskReport{Quarantined: e.q.Quarantined(), Harness: e.h.Stats()}
+}

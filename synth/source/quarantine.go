@@ -1,0 +1,126 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/validate"
+)
+
+// Quarantine checks each real task once, before any episode plays it, in a
+// sandbox of the run's own provider: its workspace lays out, its bug makes
+// its FAIL_TO_PASS tests fail and leaves its PASS_TO_PASS tests passing, and
+// its gold patch makes every deciding test pass. A task that does not hold
+// up is set aside with its reason and never served, so it is never scored.
+// Safe for concurrent use.
+type Quarantine struct {
+	ws   *Workspaces
+	h    *validate.Harness
+	prov env.Provider
+	run  string
+	log  zerolog.Logger
+
+	mu      sync.Mutex
+	checked map[string]error
+	out     []Quarantined
+}
+
+// Quarantined is one task set aside, with why.
+type Quarantined struct {
+	ID     string `json:"instance_id"`
+	Reason string `json:"reason"`
+}
+
+// NewQuarantine checks tasks laid out by ws, in sandboxes of prov labelled
+// with run, judged by h.
+func NewQuarantine(ws *Workspaces, h *validate.Harness, prov env.Provider, run string, log zerolog.Logger) *Quarantine {
+	return &Quarantine{ws: ws, h: h, prov: prov, run: run, log: log.With().Str("component", "quarantine").Logger(), checked: map[string]error{}}
+}
+
+// Check says whether t holds up: nil, an error wrapping
+// synth.ErrQuarantined (the task is set aside), or a fault of the machine
+// (the task is not judged, and will be checked again).
+func (q *Quarantine) Check(ctx context.Context, t *env.Task) error {
+	q.mu.Lock()
+	err, done := q.checked[t.ID]
+	q.mu.Unlock()
+	if done {
+		return err
+	}
+	err = q.check(ctx, t)
+	if err != nil && !errors.Is(err, synth.ErrQuarantined) {
+		return err // not a verdict on the task
+	}
+	q.mu.Lock()
+	if _, again := q.checked[t.ID]; !again {
+		q.checked[t.ID] = err
+		if err != nil {
+			q.out = append(q.out, Quarantined{ID: t.ID, Reason: err.Error()})
+			q.log.Warn().Str("task", t.ID).Err(err).Msg("task quarantined: it is never scored")
+		}
+	}
+	q.mu.Unlock()
+	return err
+}
+
+func (q *Quarantine) check(ctx context.Context, t *env.Task) error {
+	if _, err := q.ws.Template(ctx, t); err != nil {
+		if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %v", synth.ErrQuarantined, err)
+	}
+	fixed, err := q.ws.Fixed(ctx, t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", synth.ErrQuarantined, err)
+	}
+	sb, err := q.prov.Open(ctx, env.OpenOptions{Run: q.run, Episode: ^uint64(0), Task: t})
+	if err != nil {
+		return err
+	}
+	defer sb.Close(context.WithoutCancel(ctx))
+	return q.h.Check(ctx, sb, t, fixed)
+}
+
+// Quarantined lists the tasks set aside so far.
+func (q *Quarantine) Quarantined() []Quarantined {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]Quarantined(nil), q.out...)
+}
+
+// Source serves src's tasks that hold up; a task that does not is dropped
+// from the answer. A fault while checking ends the answer with the error
+// and the tasks checked so far.
+func (q *Quarantine) Source(src synth.Source) synth.Source { return quarantined{q, src} }
+
+type quarantined struct {
+	q   *Quarantine
+	src synth.Source
+}
+
+func (s quarantined) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
+	tasks, err := s.src.Tasks(ctx, n, d)
+	kept := tasks[:0]
+	for i := range tasks {
+		if !tasks[i].Real() {
+			kept = append(kept, tasks[i])
+			continue
+		}
+		cerr := s.q.Check(ctx, &tasks[i])
+		switch {
+		case cerr == nil:
+			kept = append(kept, tasks[i])
+		case errors.Is(cerr, synth.ErrQuarantined):
+		default:
+			return kept, errors.Join(err, cerr)
+		}
+	}
+	return kept, err
+}

@@ -483,6 +483,7 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 		return nil, env.Cost{}, err
 	}
 	failing0 := before.Failing()
+	limit := h.tryTimeout(before)
 	var out []env.TryResult
 	var total env.Cost
 	total.Cached = true
@@ -504,12 +505,12 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 				}
 			}
 			if !h.cfg.NoSchema && sch.holds(id) {
-				tr, n, err := h.trySchema(ctx, sb, t, sch, id)
+				tr, n, err := h.trySchema(ctx, sb, t, sch, id, limit)
 				tr.Schema = true
 				return tr, n, err
 			}
 			h.st.realTries.Add(1)
-			return h.tryReal(ctx, sb, ws, c)
+			return h.tryReal(ctx, sb, ws, c, limit)
 		})
 		if err != nil {
 			return nil, total, err
@@ -521,6 +522,18 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 		out = append(out, res)
 	}
 	return out, total, nil
+}
+
+// tryTimeout bounds a try's test run: ten times what the deciding tests
+// took before (a candidate that loops forever is a failed try, found in
+// seconds, not minutes), at least two seconds, at most TestTimeout.
+func (h *Harness) tryTimeout(before env.TestReport) time.Duration {
+	var secs float64
+	for _, t := range before.Tests {
+		secs += t.Seconds
+	}
+	d := time.Duration(10*secs*float64(time.Second)) + 2*time.Second
+	return min(d, h.cfg.TestTimeout)
 }
 
 // diffFailing says which tests a try fixed (failing before, not after) and
@@ -667,11 +680,11 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 
 // trySchema runs candidate id through the schema: the failing tests first,
 // and the rest of the deciding tests only when some failing one passes.
-func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s *trySchema, id int) (env.TryResult, int, error) {
+func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s *trySchema, id int, limit time.Duration) (env.TryResult, int, error) {
 	env1 := []string{"FROG_MUTANT=" + strconv.Itoa(id+1)}
 	run := func(tests []string) (testRun, error) {
-		r, err := runIn(ctx, sb, s.dir, upTo(s.dir)+s.bin, env1, h.cfg.TestTimeout+time.Second,
-			"-test.v=test2json", "-test.count=1", "-test.timeout", h.cfg.TestTimeout.String(), "-test.run", runRegexp(tests))
+		r, err := runIn(ctx, sb, s.dir, upTo(s.dir)+s.bin, env1, limit+time.Second,
+			"-test.v=test2json", "-test.count=1", "-test.timeout", limit.String(), "-test.run", runRegexp(tests))
 		if err != nil {
 			return testRun{}, err
 		}
@@ -705,7 +718,7 @@ func notPassed(tests []string, tr testRun) []string {
 
 // tryReal runs the deciding tests with the candidate's file laid over the
 // workspace by go test's -overlay: a real build.
-func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace, c env.Candidate) (env.TryResult, int, error) {
+func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace, c env.Candidate, limit time.Duration) (env.TryResult, int, error) {
 	t := ws.Task
 	cur, err := currentFile(ctx, sb, ws, c.File)
 	if err != nil {
@@ -723,8 +736,8 @@ func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 	if err := sb.WriteFile(ctx, ".frog/real.json", ov); err != nil {
 		return env.TryResult{}, 0, err
 	}
-	r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
-		"-timeout", h.cfg.TestTimeout.String(), "-overlay", ".frog/real.json", "-run", runRegexp(t.Tests()), "./"+t.Dir())
+	r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
+		"-timeout", limit.String(), "-overlay", ".frog/real.json", "-run", runRegexp(t.Tests()), "./"+t.Dir())
 	if err != nil {
 		return env.TryResult{}, 0, err
 	}
@@ -769,8 +782,14 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		if err := h.restoreTests(ctx, sb, ws); err != nil {
 			return false, 0, err
 		}
-		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
-			"-timeout", h.cfg.TestTimeout.String(), "-run", runRegexp(t.Tests()), "./"+t.Dir())
+		// A fix that makes a test loop fails in a bounded time: ten times the
+		// tests' time at the start, when known.
+		limit := h.cfg.TestTimeout
+		if v, ok := h.cache.get(key("run", t.ID, "", strings.Join(t.Tests(), ","))); ok {
+			limit = h.tryTimeout(v.(env.TestReport))
+		}
+		r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
+			"-timeout", limit.String(), "-run", runRegexp(t.Tests()), "./"+t.Dir())
 		if err != nil {
 			return false, 0, err
 		}

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/baseline"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/store"
+)
+
+// evalOptions are the flags of `frog eval`.
+type evalOptions struct {
+	Policy      string         `json:"policy"`
+	Tasks       string         `json:"tasks"`
+	Tries       int            `json:"tries"`
+	Samples     int            `json:"samples"`
+	Limit       int            `json:"limit"`
+	Ceiling     bool           `json:"ceiling"`
+	Seed        uint64         `json:"seed"`
+	Concurrency int            `json:"concurrency"`
+	MaxSteps    int            `json:"max_steps"`
+	Sandbox     sandboxOptions `json:"sandbox"`
+	TaskOpts    taskOptions    `json:"task_options"`
+	JSON        bool           `json:"-"`
+}
+
+func newEvalCmd(g *globals) *cobra.Command {
+	o := &evalOptions{}
+	c := &cobra.Command{
+		Use:   "eval",
+		Short: "Evaluate a repair policy on a task store: solve rate with its 95% interval",
+		Long: `eval plays every task of a store (each --samples times) with one policy, frozen,
+in real sandboxes judged by the tasks' own tests, and reports the solve rate with
+its 95% Wilson interval: overall, per module, per operator family and per number
+of injected bugs (k); the solve rate within 1, 5 and 10 tries; and the test
+executions, tries and sandbox seconds an episode cost.
+
+Policies: random (a random candidate per try), fl-greedy (the most suspicious
+line first), fl-feedback (fl-greedy that keeps partial fixes and demotes lines
+where edits changed nothing). Candidates are template repairs at the lines that
+spectrum fault localisation ranks highest; an episode may try --tries of them.
+
+With --ceiling (the default) the candidate-space ceiling is measured on the same
+tasks: an exhaustive search that tries every candidate at every line a failing
+test runs, keeping partial fixes. It is the share of tasks whose fix lies in the
+candidate space at all; no policy of this candidate space can beat it. It
+learns nothing from the gold patch: it searches, as the policies do.
+
+Each task is checked before it is played (its bug fails its tests, its gold
+patch passes them); a task that does not hold up is quarantined and left out.`,
+		Example: `  frog eval --policy fl-feedback --tasks runs/heldout.jsonl
+  frog eval --policy random --tasks runs/heldout.jsonl --tries 10 --json
+  frog eval --policy fl-greedy --tasks tasks.jsonl --sandbox docker --limit 50`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runEval(c.Context(), g, o) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.Policy, "policy", "fl-feedback", "policy: "+strings.Join(baseline.Names[:3], ", "))
+	f.StringVar(&o.Tasks, "tasks", "", "task store (.jsonl) written by frog synth (required)")
+	f.IntVar(&o.Tries, "tries", 10, "most candidates an episode may try")
+	f.IntVar(&o.Samples, "samples", 1, "episodes per task")
+	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N tasks of the store (0: all)")
+	f.BoolVar(&o.Ceiling, "ceiling", true, "also measure the candidate-space ceiling on the same tasks")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws")
+	f.IntVar(&o.Concurrency, "concurrency", 2*runtime.NumCPU(), "episodes running at once")
+	f.IntVar(&o.MaxSteps, "max-steps", 0, "most actions per episode (0: --tries + 12)")
+	o.Sandbox.flags(f, "process")
+	o.TaskOpts.flags(f)
+	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
+	c.PreRunE = func(*cobra.Command, []string) error { return o.validate() }
+	return c
+}
+
+func (o *evalOptions) validate() error {
+	switch {
+	case o.Tasks == "":
+		return usagef("--tasks: a task store is required")
+	case o.Tries < 1:
+		return usagef("--tries %d: want >= 1", o.Tries)
+	case o.Samples < 1:
+		return usagef("--samples %d: want >= 1", o.Samples)
+	case o.Concurrency < 1:
+		return usagef("--concurrency %d: want >= 1", o.Concurrency)
+	case o.Limit < 0:
+		return usagef("--limit %d: want >= 0", o.Limit)
+	}
+	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
+		return err
+	}
+	if _, err := evalPolicy(o.Policy, o.Seed); err != nil {
+		return &UsageError{Err: fmt.Errorf("--policy: %w", err)}
+	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = o.Tries + 12
+	}
+	return nil
+}
+
+// evalPolicy is the policy --policy names.
+func evalPolicy(name string, seed uint64) (policy.Policy, error) {
+	if name == "ceiling" {
+		return nil, errors.New(`"ceiling" is measured with --ceiling, not evaluated as a policy`)
+	}
+	return baseline.New(name, seed)
+}
+
+// evalReport is what `frog eval` prints.
+type evalReport struct {
+	Policy      actors.EvalReport  `json:"policy"`
+	Ceiling     *actors.EvalReport `json:"ceiling,omitempty"`
+	Quarantined []string           `json:"quarantined"`
+	Tasks       *taskReport        `json:"tasks"`
+	Config      evalOptions        `json:"config"`
+	Version     string             `json:"frog_version"`
+}
+
+func runEval(ctx context.Context, g *globals, o *evalOptions) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	recs, err := store.Load(o.Tasks)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+	}
+	if o.Limit > 0 && o.Limit < len(recs) {
+		recs = recs[:o.Limit]
+	}
+	run := "eval-" + time.Now().UTC().Format("20060102-150405")
+	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: run, Concurrency: o.Concurrency}, log)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Concurrency, log)
+	if err != nil {
+		return err
+	}
+	if len(tasks) == 0 {
+		return fmt.Errorf("no task of %d holds up (all quarantined)", len(recs))
+	}
+	pol, _ := evalPolicy(o.Policy, o.Seed)
+	cfg := actors.DefaultConfig()
+	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = run, o.Concurrency, o.MaxSteps, o.Tries
+	ecfg := actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: o.Samples}
+	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
+	log.Info().Str("policy", o.Policy).Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Msg("evaluating")
+	rep := evalReport{Quarantined: quarantined, Config: *o, Version: version()}
+	if rep.Policy, err = actors.Evaluate(ctx, ecfg, pol, deps); err != nil {
+		return err
+	}
+	rep.Policy.Policy = o.Policy
+	if o.Ceiling && ctx.Err() == nil {
+		ceil, _ := baseline.New("ceiling", o.Seed)
+		cc := ecfg
+		cc.Run.MaxTries, cc.Run.MaxSteps, cc.Samples = 0, 40, 1
+		log.Info().Int("tasks", len(tasks)).Msg("measuring the candidate-space ceiling")
+		c, err := actors.Evaluate(ctx, cc, ceil, deps)
+		if err != nil {
+			return err
+		}
+		c.Policy = "ceiling"
+		rep.Ceiling = &c
+	}
+	rep.Tasks = tenv.report()
+	if err := rep.print(g.stdout, o.JSON); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// checkTasks checks every record's task (concurrently, n at a time) and
+// returns those that hold up, labelled for the report, and the ids of the
+// quarantined ones. A fault of the machine ends it with the error.
+func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
+	ok := make([]bool, len(recs))
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, n)
+	for i := range recs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := tenv.q.Check(ctx, &recs[i].Task)
+			ok[i] = err == nil
+			if err != nil && !errors.Is(err, synth.ErrQuarantined) {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, nil, ErrInterrupted
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, fmt.Errorf("checking tasks: %w", err)
+	}
+	var tasks []actors.EvalTask
+	var quarantined []string
+	for i, r := range recs {
+		if !ok[i] {
+			quarantined = append(quarantined, r.ID)
+			continue
+		}
+		tasks = append(tasks, actors.EvalTask{Task: r.Task, Module: r.Repo, Family: r.Family, K: r.Features.K})
+	}
+	return tasks, quarantined, nil
+}
+
+func (r evalReport) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rate := func(x actors.Rate) string {
+		return fmt.Sprintf("%5.1f%%  [%4.1f, %4.1f]  (%d/%d)", 100*x.Rate, 100*x.Lo, 100*x.Hi, x.K, x.N)
+	}
+	reps := []actors.EvalReport{r.Policy}
+	if r.Ceiling != nil {
+		reps = append(reps, *r.Ceiling)
+	}
+	for _, e := range reps {
+		fmt.Fprintf(tw, "%s\tsolved\t%s\n", e.Policy, rate(e.Solved))
+		for _, a := range e.AtTries {
+			if e.Policy != "ceiling" {
+				fmt.Fprintf(tw, "\twithin %d tries\t%s\n", a.Tries, rate(a.Rate))
+			}
+		}
+		for _, grp := range []struct {
+			name string
+			g    []actors.RateOf
+		}{{"module", e.ByModule}, {"family", e.ByFamily}, {"k", e.ByK}} {
+			for _, x := range grp.g {
+				fmt.Fprintf(tw, "\t%s %s\t%s\n", grp.name, x.Key, rate(x.Rate))
+			}
+		}
+		fmt.Fprintf(tw, "\tcost\t%.1f test runs, %.1f tries, %.2f sandbox s per episode; %.0f s in all\n",
+			e.Cost.ExecutionsPerEpisode, e.Cost.TriesPerEpisode, e.Cost.SecondsPerEpisode, e.Cost.WallSeconds)
+		if o := e.Outcomes; o.FailedInfra+o.Cancelled > 0 {
+			fmt.Fprintf(tw, "\tnot scored\t%d failed (infrastructure), %d cancelled\n", o.FailedInfra, o.Cancelled)
+		}
+	}
+	fmt.Fprintf(tw, "quarantined\t%d\t\n", len(r.Quarantined))
+	if t := r.Tasks; t != nil {
+		fmt.Fprintf(tw, "harness\t%d test runs, %d schema builds, %d real tries, outcome cache hits %.1f%%\t\n",
+			t.Harness.Executions, t.Harness.Builds, t.Harness.RealTries, 100*t.Harness.HitRate)
+	}
+	return tw.Flush()
+}

@@ -32,6 +32,9 @@ type Config struct {
 	// that neighbouring mutants of one function do not come in a row) and
 	// draws the combined mutants. Each package draws from its own stream,
 	// so the order workers take packages in does not change what is tried.
+	// A module with Existing tasks draws from a stream of its own too, set
+	// by how many it has, so that continuing a store does not walk the
+	// same mutants again before reaching untried ones.
 	Seed uint64
 	// Provider opens the sandboxes validation runs in, one per worker.
 	Provider env.Provider
@@ -166,10 +169,12 @@ func New(mods []Module, cfg Config, log zerolog.Logger) (*Synthesizer, error) {
 	s.sched.combos = cfg.Combos
 	for _, m := range mods {
 		st := &modState{mod: m, dedup: validate.NewDedup(), stats: ModuleStats{Module: m.String()}}
+		existing := 0
 		for _, r := range cfg.Existing {
 			switch {
 			case r.Repo != m.Path:
 			case r.Version == m.Version:
+				existing++
 				st.dedup.Seed(r)
 			default:
 				// Another version of the module: the instance id (repo
@@ -194,6 +199,9 @@ func New(mods []Module, cfg Config, log zerolog.Logger) (*Synthesizer, error) {
 			}
 			h := fnv.New64a()
 			fmt.Fprintf(h, "%s\x00%s", m.String(), rel)
+			if existing > 0 {
+				fmt.Fprintf(h, "\x00%d", existing)
+			}
 			est, err := validate.Candidates(m.Dir, rel)
 			if err != nil {
 				est = 1 // preparing it will say what is wrong

@@ -798,14 +798,15 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 	})
 }
 
-// restoreTests writes back, from the task's template, every test file and
-// testdata file the episode changed, and empties the test files it added
+// restoreTests writes back, from the task's template, every test file,
+// testdata file and go.mod or go.sum the episode changed, and empties the test files it added
 // (a Go file that is empty but for nothing is a build error, so they get a
 // package clause and nothing else).
 func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace) error {
 	var tmpl string
 	for _, f := range ws.Files() {
-		if !strings.HasSuffix(f, "_test.go") && !slices.Contains(strings.Split(f, "/"), "testdata") {
+		base := path.Base(f)
+		if !strings.HasSuffix(f, "_test.go") && base != "go.mod" && base != "go.sum" && !slices.Contains(strings.Split(f, "/"), "testdata") {
 			continue
 		}
 		if tmpl == "" {

@@ -94,3 +94,11 @@ type SandboxStats struct {
 type Immediate interface {
 	Immediate() bool
 }
+
+// HostPaths is an optional capability of a Sandbox: HostPath returns the
+// path at which the sandbox's commands see file p of this machine (read
+// only), when they can see it at all. Harnesses use it to share what they
+// built once (a test binary) among the sandboxes of a run.
+type HostPaths interface {
+	HostPath(p string) (string, bool)
+}

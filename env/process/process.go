@@ -97,6 +97,7 @@ var (
 	_ env.ProviderStats = (*Provider)(nil)
 	_ env.Sandbox       = (*Sandbox)(nil)
 	_ env.Remover       = (*Sandbox)(nil)
+	_ env.HostPaths     = (*Sandbox)(nil)
 )
 
 // New returns a provider. It probes once which namespaces the kernel lets
@@ -568,6 +569,10 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 	}
 	return s.root.WriteFile(p, data, 0o644)
 }
+
+// HostPath: commands of a process sandbox see this machine's files where
+// they are (env.HostPaths).
+func (s *Sandbox) HostPath(p string) (string, bool) { return p, filepath.IsAbs(p) }
 
 // Remove deletes a file of the workspace (env.Remover).
 func (s *Sandbox) Remove(ctx context.Context, name string) error {

@@ -61,6 +61,10 @@ type HarnessConfig struct {
 	// NoSchema makes every try a real build (go test with the candidate's
 	// file laid over): the plain path schemata are measured against.
 	NoSchema bool
+	// BinCache is a directory of this machine where schema binaries are
+	// kept once built, for every sandbox that can see it (env.HostPaths)
+	// to run instead of building its own; "" keeps each in its sandbox.
+	BinCache string
 }
 
 var _ env.Harness = (*Harness)(nil)
@@ -579,14 +583,66 @@ type trySchema struct {
 
 func (s *trySchema) holds(id int) bool { return !s.Bad[id] }
 
+// share copies a schema binary built in sb to the host cache, binary first,
+// each under a temporary name and renamed, so that a reader finds a whole
+// binary or none. Failing to share only costs a later sandbox a build.
+func (h *Harness) share(ctx context.Context, sb env.Sandbox, s *trySchema, hostBin, hostMeta string, meta []byte) {
+	if err := os.MkdirAll(h.cfg.BinCache, 0o755); err != nil {
+		return
+	}
+	write := func(dst string, data []byte, mode os.FileMode) bool {
+		f, err := os.CreateTemp(h.cfg.BinCache, ".tmp-*")
+		if err != nil {
+			return false
+		}
+		defer os.Remove(f.Name())
+		if _, err := f.Write(data); err != nil || f.Chmod(mode) != nil || f.Close() != nil {
+			f.Close()
+			return false
+		}
+		return os.Rename(f.Name(), dst) == nil
+	}
+	bin, err := sb.ReadFile(ctx, s.bin)
+	switch {
+	case err == nil:
+		if !write(hostBin, bin, 0o555) {
+			return
+		}
+	case !allBad(s):
+		return // no binary to share
+	}
+	write(hostMeta, meta, 0o444)
+}
+
+func allBad(s *trySchema) bool {
+	for _, b := range s.Bad {
+		if !b {
+			return false
+		}
+	}
+	return true
+}
+
 // schemaFor builds the schema binary of list in sb, once per sandbox and
 // list: every candidate is one mutant (id = candidate ID + 1); candidates
 // the schema cannot hold (edits outside a function body, build errors
 // attributed to them) are tried by real builds.
 func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspace, list []env.Candidate, lkey string) (*trySchema, error) {
 	t := ws.Task
-	s := &trySchema{key: lkey, bin: ".frog/try-" + lkey[:16] + ".test", Bad: map[int]bool{}, dir: t.Dir()}
-	meta := ".frog/try-" + lkey[:16] + ".json"
+	skey := key(t.ID, ws.Hash(), lkey)
+	s := &trySchema{key: lkey, bin: ".frog/try-" + skey[:16] + ".test", Bad: map[int]bool{}, dir: t.Dir()}
+	meta := ".frog/try-" + skey[:16] + ".json"
+	hp, _ := sb.(env.HostPaths)
+	shared := h.cfg.BinCache != "" && hp != nil
+	hostBin, hostMeta := filepath.Join(h.cfg.BinCache, skey+".test"), filepath.Join(h.cfg.BinCache, skey+".json")
+	if shared {
+		if data, err := os.ReadFile(hostMeta); err == nil && json.Unmarshal(data, s) == nil {
+			if p, ok := hp.HostPath(hostBin); ok {
+				s.bin = p
+				return s, nil // built once for every sandbox of this state
+			}
+		}
+	}
 	if data, err := sb.ReadFile(ctx, meta); err == nil && json.Unmarshal(data, s) == nil {
 		return s, nil // built by an earlier try of this episode
 	} else if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
@@ -597,7 +653,13 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 		if err != nil {
 			return nil, err
 		}
-		return s, sb.WriteFile(ctx, meta, data)
+		if err := sb.WriteFile(ctx, meta, data); err != nil {
+			return nil, err
+		}
+		if shared {
+			h.share(ctx, sb, s, hostBin, hostMeta, data)
+		}
+		return s, nil
 	}
 	tmpl, err := h.ws.Template(ctx, t)
 	if err != nil {
@@ -683,7 +745,11 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s *trySchema, id int, limit time.Duration) (env.TryResult, int, error) {
 	env1 := []string{"FROG_MUTANT=" + strconv.Itoa(id+1)}
 	run := func(tests []string) (testRun, error) {
-		r, err := runIn(ctx, sb, s.dir, upTo(s.dir)+s.bin, env1, limit+time.Second,
+		bin := s.bin
+		if !filepath.IsAbs(bin) {
+			bin = upTo(s.dir) + bin
+		}
+		r, err := runIn(ctx, sb, s.dir, bin, env1, limit+time.Second,
 			"-test.v=test2json", "-test.count=1", "-test.timeout", limit.String(), "-test.run", runRegexp(tests))
 		if err != nil {
 			return testRun{}, err

@@ -265,3 +265,20 @@ func TestRunTestsRefusesBadNames(t *testing.T) {
 		t.Fatal("task tests")
 	}
 }
+
+// TestSchemaBinaryShared: with a binary cache, a second sandbox of the same
+// task and state runs the first one's schema binary instead of building.
+func TestSchemaBinaryShared(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, BinCache: t.TempDir()})
+	for range 2 {
+		sb := laidOut(t, tmpl)
+		traj, err := env.Run(context.Background(), sb, scripted(repairAgent), task, env.RunOptions{MaxSteps: 10, Harness: h})
+		if err != nil || traj.Reward != 1 {
+			t.Fatalf("reward %v, %v", traj.Reward, err)
+		}
+	}
+	if st := h.Stats(); st.Builds != 1 {
+		t.Errorf("%d schema builds for two sandboxes of one state; want 1 (shared)", st.Builds)
+	}
+}

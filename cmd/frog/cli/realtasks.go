@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 
 	"github.com/rs/zerolog"
@@ -56,7 +57,7 @@ func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerol
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sandbox %s: %w", spec.Kind, err)
 	}
-	h := validate.NewHarness(ws, validate.HarnessConfig{NoCache: o.NoCache})
+	h := validate.NewHarness(ws, validate.HarnessConfig{NoCache: o.NoCache, BinCache: filepath.Join(ws.Root(), "bin")})
 	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log)}, prov, release, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +44,43 @@ type Harness struct {
 	ws  env.Workspaces
 	cfg HarnessConfig
 
-	cache *outcomes
-	st    harnessCounters
+	cache    *outcomes
+	st       harnessCounters
+	building keyLocks
+}
+
+// keyLocks are mutexes by key, made on demand and dropped when free.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // HarnessConfig tunes a Harness.
@@ -268,7 +304,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	return cached(h, key("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
 		bin := ".frog/cover.test"
-		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-o", bin, "./"+dir)
+		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", bin, "./"+dir)
 		if err != nil {
 			return env.CoverageReport{}, 0, err
 		}
@@ -482,15 +518,14 @@ func parseSources(dir string, files map[string][]byte) (*pkgSource, error) {
 func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, list []env.Candidate, ids []int) ([]env.TryResult, env.Cost, error) {
 	t := ws.Task
 	lkey := listKey(list)
-	before, _, err := h.RunTests(ctx, sb, ws, nil)
+	before, bcost, err := h.baseline(ctx, sb, ws)
 	if err != nil {
 		return nil, env.Cost{}, err
 	}
 	failing0 := before.Failing()
 	limit := h.tryTimeout(before)
 	var out []env.TryResult
-	var total env.Cost
-	total.Cached = true
+	total := env.Cost{Executions: bcost.Executions, Cached: true}
 	var sch *trySchema
 	for _, id := range ids {
 		if id < 0 || id >= len(list) {
@@ -526,6 +561,22 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 		out = append(out, res)
 	}
 	return out, total, nil
+}
+
+// baseline is the report of the deciding tests in the workspace's state,
+// what tries are compared with: remembered whether the outcome cache is on
+// or not (it is the reference of a try, not its outcome).
+func (h *Harness) baseline(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (env.TestReport, env.Cost, error) {
+	t := ws.Task
+	k := key("run", t.ID, ws.Hash(), strings.Join(t.Tests(), ","))
+	if v, ok := h.cache.get(k); ok {
+		return v.(env.TestReport), env.Cost{Cached: true}, nil
+	}
+	rep, cost, err := h.RunTests(ctx, sb, ws, nil)
+	if err == nil {
+		h.cache.put(k, rep)
+	}
+	return rep, cost, err
 }
 
 // tryTimeout bounds a try's test run: ten times what the deciding tests
@@ -636,6 +687,10 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 	shared := h.cfg.BinCache != "" && hp != nil
 	hostBin, hostMeta := filepath.Join(h.cfg.BinCache, skey+".test"), filepath.Join(h.cfg.BinCache, skey+".json")
 	if shared {
+		// One build at a time per schema: concurrent episodes of one task
+		// wait for the first and run its binary.
+		unlock := h.building.lock(skey)
+		defer unlock()
 		if data, err := os.ReadFile(hostMeta); err == nil && json.Unmarshal(data, s) == nil {
 			if p, ok := hp.HostPath(hostBin); ok {
 				s.bin = p
@@ -717,7 +772,7 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 			return nil, err
 		}
 		h.st.builds.Add(1)
-		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-gcflags=-e", "-o", s.bin, "-overlay", ov, "./"+t.Dir())
+		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-gcflags=-e", "-ldflags=-s -w", "-o", s.bin, "-overlay", ov, "./"+t.Dir())
 		if err != nil {
 			return nil, err
 		}

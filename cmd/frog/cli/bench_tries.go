@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/store"
+	"github.com/frognano/frog/synth/validate"
+)
+
+type benchTriesOptions struct {
+	tasks       string
+	limit       int
+	perTask     int
+	groupSize   int
+	tries       int
+	policy      string
+	concurrency int
+	opens       int
+	sandbox     sandboxOptions
+	taskOpts    taskOptions
+	json        bool
+}
+
+func newBenchTriesCmd(g *globals) *cobra.Command {
+	o := &benchTriesOptions{}
+	c := &cobra.Command{
+		Use:   "tries",
+		Short: "Benchmark trying repair candidates: schema binaries against a real go test per try",
+		Long: `tries measures, in one run on the same tasks:
+
+  tries/s      the same candidates of each task tried through one mutant-schema
+               binary (one build for the list, then a test run per try) and by a
+               real build per try (go test with the edited file laid over), with
+               no outcome cache; the ratio, and whether both judged alike;
+  episodes/s   episodes of up to --tries tries each (--policy, G = --group-size
+               per task) in the run's sandboxes with the outcome cache and shared
+               schema binaries on, as training runs them: a first pass over the
+               tasks (every task new to the harness) and a second (warm);
+  open         sandbox open time for a task with its workspace template made
+               (the task cache) against laying the workspace out from the module
+               each time (no task cache), p50.
+
+Tasks are checked first (quarantine), untimed.`,
+		Example: `  frog bench tries --tasks runs/tasks.jsonl
+  frog bench tries --tasks runs/tasks.jsonl --limit 8 --json`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			switch {
+			case o.tasks == "":
+				return usagef("--tasks: a task store is required")
+			case o.limit < 1 || o.perTask < 1 || o.groupSize < 1 || o.tries < 1 || o.concurrency < 1 || o.opens < 1:
+				return usagef("--limit, --per-task, --group-size, --tries, --concurrency and --opens want >= 1")
+			}
+			if _, err := evalPolicy(o.policy, 1); err != nil {
+				return &UsageError{Err: fmt.Errorf("--policy: %w", err)}
+			}
+			return checkSandbox(o.sandbox.Kind, "docker", "process", "auto")
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return runBenchTries(c.Context(), g, o) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.tasks, "tasks", "", "task store (.jsonl) (required)")
+	f.IntVar(&o.limit, "limit", 8, "tasks to use, from the start of the store")
+	f.IntVar(&o.perTask, "per-task", 20, "candidates of each task tried both ways")
+	f.IntVar(&o.groupSize, "group-size", 8, "episodes per task in the episodes/s passes")
+	f.IntVar(&o.tries, "tries", 10, "most tries per episode in the episodes/s passes")
+	f.StringVar(&o.policy, "policy", "random", "policy of the episodes/s passes")
+	f.IntVar(&o.concurrency, "concurrency", 4, "episodes at once in the episodes/s passes")
+	f.IntVar(&o.opens, "opens", 10, "sandbox opens timed each way")
+	o.sandbox.flags(f, "process")
+	o.taskOpts.flags(f)
+	f.BoolVar(&o.json, "json", false, "print the report as one JSON object")
+	return c
+}
+
+type benchTriesReport struct {
+	Tries    validate.TryBench     `json:"tries"`
+	Episodes []episodePass         `json:"episodes"`
+	Open     openBench             `json:"open"`
+	Harness  validate.HarnessStats `json:"harness"`
+}
+
+type episodePass struct {
+	Pass       string  `json:"pass"`
+	Episodes   int     `json:"episodes"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"episodes_per_second"`
+	TriesPerEp float64 `json:"tries_per_episode"`
+	SolveRate  float64 `json:"solve_rate"`
+	Executions float64 `json:"test_executions_per_episode"`
+	CacheHit   float64 `json:"outcome_cache_hit_rate"`
+	Builds     int64   `json:"schema_builds"`
+}
+
+type openBench struct {
+	CachedMillisP50   float64 `json:"with_task_cache_ms_p50"`
+	UncachedMillisP50 float64 `json:"without_task_cache_ms_p50"`
+	Ratio             float64 `json:"ratio"`
+}
+
+func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	recs, err := store.Load(o.tasks)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.tasks, err)}
+	}
+	tenv, prov, release, err := openTaskEnv(ctx, o.taskOpts, sandboxSpec{sandboxOptions: o.sandbox, Run: "bench-tries", Concurrency: o.concurrency}, log)
+	if err != nil {
+		return err
+	}
+	defer release()
+	checked, _, err := checkTasks(ctx, tenv, recs[:min(len(recs), 4*o.limit)], o.concurrency, log)
+	if err != nil {
+		return err
+	}
+	checked = checked[:min(len(checked), o.limit)]
+	tasks := make([]*env.Task, len(checked))
+	for i := range checked {
+		tasks[i] = &checked[i].Task
+	}
+	var rep benchTriesReport
+	log.Info().Int("tasks", len(tasks)).Msg("tries: schema binaries against real builds")
+	if rep.Tries, err = validate.BenchTries(ctx, prov, tenv.ws, tasks, o.perTask); err != nil {
+		return err
+	}
+	pol, _ := evalPolicy(o.policy, 1)
+	cfg := actors.DefaultConfig()
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = "bench-tries", o.concurrency, o.tries, o.tries+12
+	for _, pass := range []string{"first", "second"} {
+		log.Info().Str("pass", pass).Msg("episodes")
+		before := tenv.h.Stats()
+		e, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: checked, Samples: o.groupSize}, pol,
+			actors.Deps{Provider: prov, Harness: tenv.h, Log: log})
+		if err != nil {
+			return err
+		}
+		after := tenv.h.Stats()
+		p := episodePass{Pass: pass, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
+			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds}
+		if p.Seconds > 0 {
+			p.PerSecond = float64(p.Episodes) / p.Seconds
+		}
+		if c := after.Calls - before.Calls; c > 0 {
+			p.CacheHit = float64(after.Hits-before.Hits) / float64(c)
+		}
+		rep.Episodes = append(rep.Episodes, p)
+	}
+	rep.Harness = tenv.h.Stats()
+	if rep.Open, err = benchOpen(ctx, o, tenv, tasks, log); err != nil {
+		return err
+	}
+	return rep.print(g.stdout, o.json)
+}
+
+// benchOpen times sandbox opens of the tasks with their templates made
+// against with a fresh template root each time (laid out from the module).
+func benchOpen(ctx context.Context, o *benchTriesOptions, tenv *taskEnv, tasks []*env.Task, log zerolog.Logger) (openBench, error) {
+	var with, without []time.Duration
+	for i := range o.opens {
+		t := tasks[i%len(tasks)]
+		for _, cached := range []bool{true, false} {
+			ws := tenv.ws
+			if !cached {
+				root, err := os.MkdirTemp("", "frog-bench-open-")
+				if err != nil {
+					return openBench{}, err
+				}
+				defer os.RemoveAll(root)
+				if ws, err = source.NewWorkspaces(root, log); err != nil {
+					return openBench{}, err
+				}
+				for _, dir := range o.taskOpts.Locals {
+					if m, err := source.Local(dir); err == nil {
+						ws.AddLocal(m)
+					}
+				}
+			}
+			prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: o.sandbox, Run: "bench-open", Concurrency: 1, Workspaces: ws}, log)
+			if err != nil {
+				return openBench{}, err
+			}
+			t0 := time.Now()
+			sb, err := prov.Open(ctx, env.OpenOptions{Run: "bench-open", Task: t})
+			d := time.Since(t0)
+			if err != nil {
+				release()
+				return openBench{}, err
+			}
+			sb.Close(context.WithoutCancel(ctx))
+			release()
+			if cached {
+				with = append(with, d)
+			} else {
+				without = append(without, d)
+			}
+		}
+	}
+	b := openBench{CachedMillisP50: medianMs(with), UncachedMillisP50: medianMs(without)}
+	if b.CachedMillisP50 > 0 {
+		b.Ratio = b.UncachedMillisP50 / b.CachedMillisP50
+	}
+	return b, nil
+}
+
+func medianMs(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	t := r.Tries
+	fmt.Fprintf(tw, "tries\t%d candidates of %d tasks\tagree %d/%d\t\n", t.Candidates, t.Tasks, t.Agree, t.Candidates)
+	fmt.Fprintf(tw, "  schema\t%.1f tries/s\trun p50 %.1f ms\tbuilds %.1f s in all\n", t.Schema.TriesPerSec, t.Schema.RunMillisP50, t.Schema.BuildSeconds)
+	fmt.Fprintf(tw, "  real build\t%.2f tries/s\trun p50 %.0f ms\t\n", t.Real.TriesPerSec, t.Real.RunMillisP50)
+	fmt.Fprintf(tw, "  ratio\t%.1f×\t\t\n", t.Ratio)
+	for _, p := range r.Episodes {
+		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d builds\n",
+			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds)
+	}
+	fmt.Fprintf(tw, "open\twith task cache %.1f ms p50\twithout %.1f ms p50\tratio %.1f×\n", r.Open.CachedMillisP50, r.Open.UncachedMillisP50, r.Open.Ratio)
+	return tw.Flush()
+}

@@ -1,0 +1,271 @@
+package neural
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/repair"
+)
+
+// Config tunes the GRPO learner.
+type Config struct {
+	Dims Dims `json:"dims"`
+	// LR is Adam's learning rate; Clip GRPO's (PPO's) ratio clip ε;
+	// Entropy the weight of the entropy bonus; MaxGradNorm the global norm
+	// gradients are clipped to (0: no clipping); Epochs the passes over
+	// each batch.
+	LR          float64 `json:"lr"`
+	Clip        float64 `json:"clip"`
+	Entropy     float64 `json:"entropy"`
+	MaxGradNorm float64 `json:"max_grad_norm"`
+	Epochs      int     `json:"epochs"`
+	// KeepZeroVariance keeps groups whose rewards are all equal in the loss
+	// (their advantages are 0: they only add entropy and noise); by default
+	// they are dropped, and counted either way.
+	KeepZeroVariance bool `json:"keep_zero_variance"`
+	// Temperature is the policy's sampling temperature in training.
+	Temperature float64 `json:"temperature"`
+	// Prior starts the wide part at the fault-localisation prior (Prior);
+	// otherwise at zero.
+	Prior bool   `json:"prior"`
+	Seed  uint64 `json:"seed"`
+	// Protocol is the repair protocol of the policies it makes.
+	Protocol repair.Config `json:"protocol"`
+}
+
+// DefaultConfig is the learner `frog train` starts from.
+func DefaultConfig() Config {
+	return Config{Dims: DefaultDims, LR: 3e-3, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1}
+}
+
+// Validate reports the first nonsensical field.
+func (c Config) Validate() error {
+	switch {
+	case c.Dims.valid() != nil:
+		return c.Dims.valid()
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("learning rate %v: want > 0", c.LR)
+	case !(c.Clip > 0 && c.Clip < 1):
+		return fmt.Errorf("clip %v: want in (0, 1)", c.Clip)
+	case c.Entropy < 0 || c.MaxGradNorm < 0 || math.IsNaN(c.Entropy) || math.IsNaN(c.MaxGradNorm):
+		return errors.New("entropy weight and max grad norm: want >= 0")
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs %d: want >= 1", c.Epochs)
+	case !(c.Temperature > 0):
+		return fmt.Errorf("temperature %v: want > 0", c.Temperature)
+	}
+	return nil
+}
+
+// Learner trains the neural policy by GRPO on a cuda.Backend: every
+// arithmetic operation over candidates and weights — the network's forward
+// and backward passes, the segment log-softmaxes, the entropy and its
+// gradient, the gradient norm and Adam — runs on the backend; the host
+// computes only per-decision scalars (the clipped ratio's coefficient, the
+// loss) from the chosen options' log-probabilities. It is used from one
+// goroutine at a time (the learner actor's update goroutine).
+type Learner struct {
+	b   cuda.Backend
+	cfg Config
+	// params, m and v live on the backend; step counts Adam steps.
+	params, m, v, grads, one cuda.Buffer
+	step                     int
+	updates                  int64
+	cur                      *Policy
+}
+
+var _ policy.Learner = (*Learner)(nil)
+
+// NewLearner starts a learner on b with freshly initialized weights.
+func NewLearner(b cuda.Backend, cfg Config) (*Learner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Learner{b: b, cfg: cfg}
+	if err := l.alloc(); err != nil {
+		return nil, err
+	}
+	if err := l.setParams(Init(cfg.Dims, cfg.Seed, cfg.Prior)); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Learner) alloc() error {
+	P := l.cfg.Dims.Params()
+	var err error
+	a := func(n int) cuda.Buffer {
+		if err != nil {
+			return cuda.Buffer{}
+		}
+		var buf cuda.Buffer
+		buf, err = l.b.Alloc(cuda.Float32, n)
+		return buf
+	}
+	l.params, l.m, l.v, l.grads, l.one = a(P), a(P), a(P), a(P), a(1)
+	if err == nil {
+		err = l.b.Fill(l.one, 1)
+	}
+	if err != nil {
+		return fmt.Errorf("neural: allocate: %w", err)
+	}
+	return nil
+}
+
+func (l *Learner) setParams(p []float32) error {
+	if err := l.b.WriteFloat32(l.params, p); err != nil {
+		return fmt.Errorf("neural: write parameters: %w", err)
+	}
+	l.cur = l.policy(slices.Clone(p))
+	return nil
+}
+
+func (l *Learner) policy(p []float32) *Policy {
+	return &Policy{Dims: l.cfg.Dims, Params: p, Temperature: l.cfg.Temperature, Seed: l.cfg.Seed, Protocol: l.cfg.Protocol}
+}
+
+// Policy is the current policy.
+func (l *Learner) Policy() policy.Policy { return l.cur }
+
+// Current is the current policy, as its own type.
+func (l *Learner) Current() *Policy { return l.cur }
+
+// Backend names the backend the learner computes on.
+func (l *Learner) Backend() string { return l.b.Name() }
+
+// Close frees the learner's buffers (not the backend, which the caller
+// owns).
+func (l *Learner) Close() error {
+	var errs []error
+	for _, b := range []cuda.Buffer{l.params, l.m, l.v, l.grads, l.one} {
+		if b.Len() > 0 {
+			errs = append(errs, l.b.Free(b))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// batch is one update's decisions, flattened.
+type batch struct {
+	x      []float32 // options' features, rows of F
+	off    []int32   // decision d's options are rows [off[d], off[d+1])
+	chosen []int32   // global row of each decision's choice
+	adv    []float32 // the advantage of each decision's trajectory
+	old    []float64 // the behaviour policy's log-probability of the choice
+	groups, zero, trajs int
+}
+
+// collect flattens the decisions of a batch's groups: every decision of
+// every trajectory, with its trajectory's group-normalized advantage.
+func (l *Learner) collect(groups []policy.Group) batch {
+	var b batch
+	F := l.cfg.Dims.F
+	b.off = []int32{0}
+	for _, g := range groups {
+		b.groups++
+		r := g.Rewards()
+		adv := make([]float64, len(r))
+		if policy.Advantages(r, adv, policy.Epsilon) == 0 {
+			b.zero++
+			if !l.cfg.KeepZeroVariance {
+				continue
+			}
+		}
+		for ti, t := range g.Trajectories {
+			b.trajs++
+			for _, s := range t.Steps {
+				d := s.Action.Decision
+				if d == nil || d.Kind != Kind || d.Dim != F || d.Options() == 0 || d.Chosen < 0 || d.Chosen >= d.Options() {
+					continue
+				}
+				start := b.off[len(b.off)-1]
+				b.x = append(b.x, d.Features...)
+				b.off = append(b.off, start+int32(d.Options()))
+				b.chosen = append(b.chosen, start+int32(d.Chosen))
+				b.adv = append(b.adv, float32(adv[ti]))
+				b.old = append(b.old, s.Action.LogProb)
+			}
+		}
+	}
+	return b
+}
+
+// Update applies GRPO to a batch of groups and returns the new policy.
+func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Policy, policy.UpdateStats, error) {
+	st := policy.UpdateStats{Groups: len(groups)}
+	var rewards float64
+	for i := range groups {
+		for _, r := range groups[i].Rewards() {
+			rewards += r
+			st.Trajectories++
+		}
+		st.Signal += policy.Variance(groups[i].Rewards())
+	}
+	if st.Trajectories > 0 {
+		st.MeanReward = rewards / float64(st.Trajectories)
+	}
+	if len(groups) > 0 {
+		st.Signal /= float64(len(groups))
+	}
+	b := l.collect(groups)
+	st.ZeroSignalGroups = b.zero
+	D := len(b.chosen)
+	st.Extra = map[string]float64{"decisions": float64(D), "options": float64(len(b.off) - 1 + len(b.x)/l.cfg.Dims.F - D)}
+	st.Extra["options"] = float64(len(b.x) / l.cfg.Dims.F)
+	if D == 0 {
+		return l.cur, st, ctx.Err() // nothing to learn from
+	}
+	w, err := l.newWork(len(b.x)/l.cfg.Dims.F, D)
+	if err != nil {
+		return nil, st, err
+	}
+	defer w.free()
+	if err := w.upload(b); err != nil {
+		return nil, st, err
+	}
+	var last stepStats
+	for e := range l.cfg.Epochs {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		s, err := w.step(b)
+		if err != nil {
+			return nil, st, err
+		}
+		if e == 0 {
+			st.Loss = s.loss
+			st.Extra["kl"], st.Extra["entropy"], st.Extra["grad_norm"], st.Extra["clip_fraction"] = s.kl, s.entropy, s.gradNorm, s.clipFrac
+		}
+		last = s
+	}
+	st.Extra["kl_last_epoch"] = last.kl
+	p := make([]float32, l.cfg.Dims.Params())
+	if err := l.b.ReadFloat32(p, l.params); err != nil {
+		return nil, st, fmt.Errorf("neural: read parameters: %w", err)
+	}
+	for _, v := range p {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, st, errors.New("neural: parameters are no longer finite: the update is refused")
+		}
+	}
+	l.updates++
+	l.cur = l.policy(p)
+	return l.cur, st, nil
+}
+
+// Decision-level sanity for callers that record trajectories: a decision of
+// this policy, and its chosen log-probability under p.
+func (p *Policy) LogProb(d *env.Decision) (float64, error) {
+	if d == nil || d.Dim != p.Dims.F || d.Chosen < 0 || d.Chosen >= d.Options() {
+		return 0, errors.New("neural: not a decision of this network")
+	}
+	lp := logSoftmax(scores(p.Dims, p.Params, d.Features, p.temperature()))
+	return lp[d.Chosen], nil
+}

@@ -2,12 +2,14 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -474,4 +476,40 @@ func TestSandboxPath(t *testing.T) {
 	if _, err := (&Provider{}).SandboxPath("/x"); err == nil {
 		t.Errorf("SandboxPath without a workspace root succeeded")
 	}
+}
+
+// TestBenchLayout runs BenchLayout small on a template of its own, to keep
+// it working; timings are logged, never asserted. FROG_BENCH_TEMPLATE (a
+// host directory, a module in the module cache say) and
+// FROG_BENCH_SAMPLES measure for real:
+//
+//	FROG_BENCH_TEMPLATE=$(go env GOMODCACHE)/github.com/emirpasic/gods@v1.18.1 \
+//	FROG_BENCH_SAMPLES=30 go test -run TestBenchLayout -v ./env/docker
+func TestBenchLayout(t *testing.T) {
+	cli, img := daemon(t)
+	tmpl, samples := os.Getenv("FROG_BENCH_TEMPLATE"), 2
+	if tmpl == "" {
+		root := t.TempDir()
+		os.Chmod(root, 0o755)
+		tmpl = filepath.Join(root, "t")
+		files := map[string]hostEntry{}
+		for i := range 20 {
+			files[fmt.Sprintf("p%d/f%d.go", i%4, i)] = hostEntry{0o644, strings.Repeat("x", 100*i)}
+		}
+		writeTree(t, tmpl, files)
+	}
+	if n, err := strconv.Atoi(os.Getenv("FROG_BENCH_SAMPLES")); err == nil {
+		samples = n
+	}
+	cfg := testConfig(img, testRun(t))
+	res, err := BenchLayout(context.Background(), cli, cfg, LayoutBenchOptions{Template: tmpl, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(res, "", "  ")
+	t.Logf("%s", out)
+	if res.WarmAcquireTask.N != samples || res.CopyToContainer.N != samples {
+		t.Errorf("measured %d and %d samples, want %d", res.WarmAcquireTask.N, res.CopyToContainer.N, samples)
+	}
+	assertNoContainers(t, cli, cfg.Run)
 }

@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // layoutStats counts what a layout copied: regular files, directories
@@ -89,101 +91,222 @@ func emptyDir(r *os.Root) error {
 // Set-id and sticky bits are dropped. A link must be relative, and once the
 // tree is copied it must resolve inside dst (or not at all); anything else
 // is a refusal.
+//
+// The copy works on directory descriptors, each entry opened relative to
+// its parent's with O_NOFOLLOW, so that no link is followed on either side
+// and no path is resolved twice: about seven system calls a file, where
+// os.Root's path calls make four times as many.
 func copyTree(src, dst *os.Root) (layoutStats, error) {
-	var st layoutStats
-	var links []string
-	err := fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	var c copier
+	s, err := src.Open(".")
+	if err != nil {
+		return c.st, err
+	}
+	defer s.Close()
+	d, err := dst.Open(".")
+	if err != nil {
+		return c.st, err
+	}
+	defer d.Close()
+	if err := c.dir(s, d, ""); err != nil {
+		return c.st, err
+	}
+	// Links are checked once every entry exists: a link may point to
+	// another link, and only the whole chain says where it ends. os.Root
+	// resolves them as the kernel does, refusing any step out of dst.
+	for _, p := range c.links {
+		if _, err := dst.Stat(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if isEscape(err) {
+				return c.st, &refusal{p, "link resolves outside the workspace"}
+			}
+			return c.st, &refusal{p, fmt.Sprintf("link does not resolve: %v", err)}
 		}
-		if p == "." {
-			return nil
-		}
-		switch t := d.Type(); {
+	}
+	return c.st, nil
+}
+
+type copier struct {
+	st    layoutStats
+	links []string
+	buf   []byte // for readlink
+}
+
+const openFlags = unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+// dir copies the entries of the directory src (at rel, "" for the root)
+// into the directory dst.
+func (c *copier) dir(src, dst *os.File, rel string) error {
+	ents, err := src.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	sfd, dfd := int(src.Fd()), int(dst.Fd())
+	for _, e := range ents {
+		name := e.Name()
+		p := path.Join(rel, name)
+		pathErr := func(op string, err error) error { return &fs.PathError{Op: op, Path: p, Err: err} }
+		switch t := e.Type(); {
 		case t.IsDir():
-			info, err := d.Info()
+			in, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_DIRECTORY|openFlags, 0)
+			if err != nil {
+				return pathErr("open", err)
+			}
+			sub := os.NewFile(uintptr(in), p)
+			var st unix.Stat_t
+			if err := unix.Fstat(in, &st); err != nil {
+				sub.Close()
+				return pathErr("stat", err)
+			}
+			mode := st.Mode&0o777 | 0o700
+			if err := unix.Mkdirat(dfd, name, mode); err != nil {
+				sub.Close()
+				return pathErr("mkdir", err)
+			}
+			out, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|openFlags, 0)
+			if err != nil {
+				sub.Close()
+				return pathErr("open", err)
+			}
+			dsub := os.NewFile(uintptr(out), p)
+			// Mkdirat's mode passes through the umask.
+			err = unix.Fchmod(out, mode)
+			if err == nil {
+				c.st.dirs++
+				err = c.dir(sub, dsub, p)
+			} else {
+				err = pathErr("chmod", err)
+			}
+			sub.Close()
+			dsub.Close()
 			if err != nil {
 				return err
 			}
-			mode := info.Mode().Perm() | 0o700
-			if err := dst.Mkdir(p, mode); err != nil {
-				return err
-			}
-			// Mkdir's mode passes through the umask.
-			if err := dst.Chmod(p, mode); err != nil {
-				return err
-			}
-			st.dirs++
 		case t.IsRegular():
-			n, err := copyFile(src, dst, p)
+			n, err := copyFile(sfd, dfd, name)
 			if err != nil {
-				return err
+				var r *refusal
+				if errors.As(err, &r) {
+					r.path = p
+					return r
+				}
+				return pathErr("copy", err)
 			}
-			st.files++
-			st.bytes += n
+			c.st.files++
+			c.st.bytes += n
 		case t&fs.ModeSymlink != 0:
-			target, err := src.Readlink(p)
+			target, err := c.readlink(sfd, name)
 			if err != nil {
-				return err
+				return pathErr("readlink", err)
 			}
 			if filepath.IsAbs(target) {
 				return &refusal{p, fmt.Sprintf("link to an absolute path (%s)", target)}
 			}
-			if err := dst.Symlink(target, p); err != nil {
-				return err
+			if err := unix.Symlinkat(target, dfd, name); err != nil {
+				return pathErr("symlink", err)
 			}
-			links = append(links, p)
-			st.links++
+			c.links = append(c.links, p)
+			c.st.links++
 		default:
 			return &refusal{p, fmt.Sprintf("not a regular file, directory or link (%v)", t)}
 		}
-		return nil
-	})
-	if err != nil {
-		return st, err
 	}
-	// Links are checked once every entry exists: a link may point to
-	// another link, and only the whole chain says where it ends.
-	for _, p := range links {
-		if _, err := dst.Stat(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if isEscape(err) {
-				return st, &refusal{p, "link resolves outside the workspace"}
-			}
-			return st, &refusal{p, fmt.Sprintf("link does not resolve: %v", err)}
-		}
-	}
-	return st, nil
+	return nil
 }
 
-// copyFile copies the regular file p of src to a new file p of dst and
-// returns its size.
-func copyFile(src, dst *os.Root, p string) (int64, error) {
-	in, err := src.Open(p)
+func (c *copier) readlink(dirfd int, name string) (string, error) {
+	if c.buf == nil {
+		c.buf = make([]byte, 4096)
+	}
+	n, err := unix.Readlinkat(dirfd, name, c.buf)
+	if err != nil {
+		return "", err
+	}
+	if n == len(c.buf) {
+		return "", unix.ENAMETOOLONG
+	}
+	return string(c.buf[:n]), nil
+}
+
+// copyFile copies the regular file name of the directory sfd to a new file
+// name of the directory dfd and returns its size.
+func copyFile(sfd, dfd int, name string) (int64, error) {
+	in, err := unix.Openat(sfd, name, unix.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return 0, err
 	}
-	defer in.Close()
-	info, err := in.Stat()
+	defer unix.Close(in)
+	var st unix.Stat_t
+	if err := unix.Fstat(in, &st); err != nil {
+		return 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, &refusal{name, "changed while it was copied"}
+	}
+	mode := st.Mode&0o777 | 0o200
+	out, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|openFlags, mode)
 	if err != nil {
 		return 0, err
 	}
-	if !info.Mode().IsRegular() {
-		return 0, &refusal{p, "changed while it was copied"}
-	}
-	mode := info.Mode().Perm() | 0o200
-	out, err := dst.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(out, in)
+	n, err := copyData(out, in, st.Size)
 	if err == nil {
-		// OpenFile's mode passes through the umask.
-		err = out.Chmod(mode)
+		// Openat's mode passes through the umask.
+		err = unix.Fchmod(out, mode)
 	}
-	if cerr := out.Close(); err == nil {
+	if cerr := unix.Close(out); err == nil {
 		err = cerr
 	}
 	return n, err
+}
+
+// copyData copies size bytes from in to out: with sendfile, in the kernel,
+// else by reads and writes.
+func copyData(out, in int, size int64) (int64, error) {
+	var n int64
+	for n < size {
+		w, err := unix.Sendfile(out, in, nil, int(min(size-n, 1<<30)))
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err == unix.EINVAL || err == unix.ENOSYS {
+			m, err := readWrite(out, in, size-n)
+			return n + m, err
+		}
+		if err != nil {
+			return n, err
+		}
+		if w == 0 {
+			break // the file shrank: what is there is copied
+		}
+		n += int64(w)
+	}
+	return n, nil
+}
+
+// readWrite copies up to size bytes from in to out by reads and writes.
+func readWrite(out, in int, size int64) (int64, error) {
+	buf := make([]byte, min(size, 1<<20))
+	var n int64
+	for n < size {
+		r, err := unix.Read(in, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || r == 0 {
+			return n, err
+		}
+		for off := 0; off < r; {
+			w, err := unix.Write(out, buf[off:r])
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return n, err
+			}
+			off += w
+			n += int64(w)
+		}
+	}
+	return n, nil
 }
 
 // isEscape reports whether err is os.Root's refusal of a path that leaves

@@ -16,9 +16,9 @@ import (
 )
 
 // Sandbox is one container and the agent inside it. Exec, ReadFile,
-// WriteFile and Remove are serialized (a Sandbox belongs to one episode); Close may be
-// called from any goroutine, also during a call, which then fails with
-// env.ErrClosed.
+// WriteFile and Remove are serialized (a Sandbox belongs to one episode);
+// Close may be called from any goroutine, also during a call, which then
+// fails with env.ErrClosed.
 type Sandbox struct {
 	p    *Provider
 	id   string

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/frognano/frog/env"
 )
 
 // Config describes the containers a Provider makes. Start from DefaultConfig
@@ -61,6 +64,18 @@ type Config struct {
 	// WarmTimeout bounds it.
 	BuildCacheWarm []string
 	WarmTimeout    time.Duration
+	// Workspaces lays out the workspaces of real tasks (env.Task.Real):
+	// Open asks it for the task's template and has the agent copy the
+	// template into the new sandbox's workspace. nil serves simulated
+	// tasks only: a real task is then an error at Open, never a sandbox
+	// with an empty workspace.
+	Workspaces env.Workspaces
+	// WorkspaceRoot is the host directory under which Workspaces makes
+	// its templates. Every sandbox, pooled ones included, mounts it
+	// read-only at TasksDir, and a template outside it is an error at
+	// Open. Its files must be readable by User. "" mounts nothing; it is
+	// required with Workspaces.
+	WorkspaceRoot string
 	// ExecTimeout is a command's timeout when ExecOptions.Timeout is 0;
 	// MaxOutput the cap of stdout and of stderr when ExecOptions.MaxOutput
 	// is 0.
@@ -88,6 +103,8 @@ type Config struct {
 const (
 	Workspace = "/workspace"
 	AgentPath = "/frog/agent"
+	// TasksDir is where Config.WorkspaceRoot is mounted, read-only.
+	TasksDir = "/frog/tasks"
 )
 
 // DefaultConfig is a networkless, unprivileged, read-only sandbox of frog's
@@ -139,6 +156,10 @@ func (c Config) Validate() error {
 		return errors.New("docker: config: max output must be > 0")
 	case c.PoolSize < 0 || (c.PoolSize > 0 && c.PoolParallel <= 0):
 		return errors.New("docker: config: pool size must be >= 0 and pool parallelism > 0")
+	case c.WorkspaceRoot != "" && !filepath.IsAbs(c.WorkspaceRoot):
+		return fmt.Errorf("docker: config: workspace root %q is not an absolute path", c.WorkspaceRoot)
+	case c.Workspaces != nil && c.WorkspaceRoot == "":
+		return errors.New("docker: config: Workspaces without a WorkspaceRoot: sandboxes could not see the templates")
 	}
 	return nil
 }

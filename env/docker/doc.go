@@ -33,6 +33,14 @@
 // each a link to it. A warm pool per image keeps PoolSize containers started
 // ahead of demand; an episode always gets one nobody used.
 //
+// For a real task (env.Task.Real) Open lays out the workspace: it asks
+// Config.Workspaces for the task's template, a host directory under
+// Config.WorkspaceRoot, which every container mounts read-only at TasksDir,
+// and the agent copies the template into the empty tmpfs workspace (files,
+// directories, modes, relative links that stay inside it). Each sandbox has
+// its own copy; the template is never written. A real task without
+// Workspaces is an error, never an empty workspace.
+//
 // # Threading and cancellation
 //
 // A Provider is safe for concurrent use. It owns the pool's filler
@@ -50,6 +58,8 @@
 //
 // Every fault of the daemon, the container or the agent wraps env.ErrInfra
 // (an OOM kill or exit of the container is described in the message). A
+// task that cannot be laid out is an error naming it that keeps the
+// category Workspaces gave it: see Provider.Open. A
 // command that fails, times out or is OOM-killed is a result, not an error.
 // Paths that leave the workspace, and the file system's own refusals (no such
 // file), are errors that do not wrap env.ErrInfra: they are the agent's.

@@ -67,8 +67,18 @@ WORKDIR /workspace
 CMD ["/frog/agent", "-root", "/workspace"]
 `
 
+// imageDirs are the directories of the image's root file system (mode
+// 0755; /tmp is added with 1777), and userDirs those the sandbox user owns,
+// in the build context.
+var (
+	imageDirs = []string{"bin", "usr", "usr/bin", "usr/local", "usr/local/go",
+		"go", "go/pkg", "go/pkg/mod", "etc", "frog", "frog/tasks", "home"}
+	userDirs = []string{"workspace", "cache", "cache/go-build", "home", "home/frog"}
+)
+
 // ImageVersion identifies the sandbox image this frog builds: a hash of the
-// agent's source, its module files and the Dockerfile.
+// agent's source, its module files, the Dockerfile and the image's
+// directories.
 var ImageVersion = func() string {
 	h := sha256.New()
 	names := slices.Sorted(maps.Keys(agentSources))
@@ -77,6 +87,7 @@ var ImageVersion = func() string {
 		h.Write(agentSources[n])
 	}
 	h.Write([]byte(dockerfile))
+	fmt.Fprintf(h, "%q %q\n", imageDirs, userDirs)
 	return "2-" + hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
@@ -197,9 +208,9 @@ func buildContext(ctx context.Context, opts BuildOptions) ([]byte, error) {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: now})
 	}
 	file("Dockerfile", 0o644, fmt.Appendf(nil, dockerfile, ImageVersion))
-	for _, d := range []string{"rootfs", "rootfs/bin", "rootfs/usr", "rootfs/usr/bin", "rootfs/usr/local", "rootfs/usr/local/go",
-		"rootfs/go", "rootfs/go/pkg", "rootfs/go/pkg/mod", "rootfs/etc", "rootfs/frog", "rootfs/home"} {
-		dir(d, 0o755)
+	dir("rootfs", 0o755)
+	for _, d := range imageDirs {
+		dir("rootfs/"+d, 0o755)
 	}
 	dir("rootfs/tmp", 0o1777)
 	file("rootfs"+AgentPath, 0o755, agent)
@@ -209,8 +220,9 @@ func buildContext(ctx context.Context, opts BuildOptions) ([]byte, error) {
 	link("rootfs/usr/bin/env", AgentPath)
 	file("rootfs/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nfrog:x:1000:1000:frog:/home/frog:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"))
 	file("rootfs/etc/group", 0o644, []byte("root:x:0:\nfrog:x:1000:\nnobody:x:65534:\n"))
-	for _, d := range []string{"user", "user/workspace", "user/cache", "user/cache/go-build", "user/home", "user/home/frog"} {
-		dir(d, 0o755)
+	dir("user", 0o755)
+	for _, d := range userDirs {
+		dir("user/"+d, 0o755)
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

@@ -48,6 +48,10 @@ type response struct {
 	Data      []byte `json:"data,omitempty"`
 	Err       string `json:"err,omitempty"`
 	ErrKind   string `json:"err_kind,omitempty"`
+	Files     int    `json:"files,omitempty"`
+	Dirs      int    `json:"dirs,omitempty"`
+	Links     int    `json:"links,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
 }
 
 // errAgentGone is the cause when the attach stream ends: the container or its

@@ -65,6 +65,9 @@ func newProvider(ctx context.Context, api dockerAPI, cfg Config, log zerolog.Log
 	if _, err := api.Ping(ctx); err != nil {
 		return nil, infra(fmt.Errorf("%w: %w", ErrNoDaemon, err), "ping")
 	}
+	if err := checkRoot(cfg); err != nil {
+		return nil, err
+	}
 	if err := checkImage(ctx, api, cfg.Image, cfg.PullTimeout); err != nil {
 		return nil, err
 	}
@@ -98,7 +101,42 @@ func newProvider(ctx context.Context, api dockerAPI, cfg Config, log zerolog.Log
 // Open returns a started container with a ready agent: a fresh one from the
 // warm pool when there is one, else one started now. A pooled container is
 // renamed after its episode (its frog.episode label says "pool").
+//
+// For a real task (opts.Task.Real()) Open first asks Config.Workspaces for
+// the task's template, then has the agent copy it into the workspace (see
+// Layout). A real task without Workspaces is an error, never an empty
+// workspace. Errors of Template keep their category: a machine fault wraps
+// env.ErrInfra, a task that cannot be laid out does not (retrying it would
+// not help; an episode runner that counts every error at Open as the
+// harness's still records it as an infrastructure failure, after its
+// retries, never as a reward). The same holds for a template outside
+// Config.WorkspaceRoot and one whose entries the agent refuses (a link
+// leaving it, a device); a fault of the agent or of its file systems while
+// copying wraps env.ErrInfra.
 func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox, error) {
+	var tmpl taskTemplate
+	if opts.Task != nil && opts.Task.Real() {
+		var err error
+		// Before taking a container: preparing a template the first time
+		// may take long, and a task that cannot be laid out costs none.
+		if tmpl, err = p.template(ctx, opts.Task); err != nil {
+			return nil, err
+		}
+	}
+	s, err := p.acquire(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if tmpl.task != nil {
+		if err := s.layout(ctx, tmpl); err != nil {
+			return nil, errors.Join(err, s.Close(ctx))
+		}
+	}
+	return s, nil
+}
+
+// acquire takes a container from the warm pool, or starts one.
+func (p *Provider) acquire(ctx context.Context, opts env.OpenOptions) (*Sandbox, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -289,6 +327,11 @@ func (p *Provider) containerConfig(img, run, episode, attempt string) (*containe
 		// Read-only: the harness alone writes it (warmCache).
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: c.BuildCacheVolume, Target: "/cache", ReadOnly: true})
 	}
+	if c.WorkspaceRoot != "" {
+		// Every container, pooled ones too: the pool is filled before the
+		// tasks are known. Read-only: templates are shared by every episode.
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: c.WorkspaceRoot, Target: TasksDir, ReadOnly: true})
+	}
 	return cfg, hc
 }
 
@@ -305,6 +348,9 @@ func agentCmd(c Config) []string {
 	cmd := []string{AgentPath, "-root", Workspace, "-gocache-layers", layersDir}
 	if c.BuildCacheVolume != "" {
 		cmd = append(cmd, "-gocache-shared", sharedCache)
+	}
+	if c.WorkspaceRoot != "" {
+		cmd = append(cmd, "-tasks", TasksDir)
 	}
 	return cmd
 }

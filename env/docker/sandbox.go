@@ -15,10 +15,10 @@ import (
 	"github.com/frognano/frog/env"
 )
 
-// Sandbox is one container and the agent inside it. Exec, ReadFile and
-// WriteFile are serialized (a Sandbox belongs to one episode); Close may be
-// called from any goroutine, also during a call, which then fails with
-// env.ErrClosed.
+// Sandbox is one container and the agent inside it. Exec, ReadFile,
+// WriteFile and Remove are serialized (a Sandbox belongs to one episode);
+// Close may be called from any goroutine, also during a call, which then
+// fails with env.ErrClosed.
 type Sandbox struct {
 	p    *Provider
 	id   string
@@ -28,9 +28,13 @@ type Sandbox struct {
 	// time anyway, and a cancelled command must be gone before the next.
 	ops    sync.Mutex
 	closed atomic.Bool
+	laid   Layout // what Open laid out, before the episode had it
 }
 
-var _ env.Sandbox = (*Sandbox)(nil)
+var (
+	_ env.Sandbox = (*Sandbox)(nil)
+	_ env.Remover = (*Sandbox)(nil)
+)
 
 // ID is the container's ID.
 func (s *Sandbox) ID() string { return s.id }
@@ -101,6 +105,23 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 	}
 	if resp.Err != "" {
 		return fmt.Errorf("write %s: %s", name, resp.Err)
+	}
+	return nil
+}
+
+// Remove deletes a file or a symbolic link of the workspace (env.Remover)
+// as rm -f does: one that does not exist is no error; a directory is
+// refused. Paths are confined as for ReadFile.
+func (s *Sandbox) Remove(ctx context.Context, name string) error {
+	if err := checkPath(name); err != nil {
+		return err
+	}
+	resp, err := s.call(ctx, &request{Op: "remove", Path: name}, s.p.cfg.AgentGrace, "remove "+name)
+	if err != nil {
+		return err
+	}
+	if resp.Err != "" {
+		return fmt.Errorf("remove %s: %s", name, resp.Err)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // version is bumped when the protocol changes.
-const version = "1"
+const version = "2"
 
 const maxFrame = 256 << 20
 
@@ -53,13 +53,20 @@ type response struct {
 	Data      []byte `json:"data,omitempty"`
 	Err       string `json:"err,omitempty"`
 	// ErrKind is "path" (refused path), "notexist", "fs" (another
-	// file-system error) or "proto" (a malformed request).
+	// file-system error), "content" (a template entry that layout will not
+	// copy) or "proto" (a malformed request).
 	ErrKind string `json:"err_kind,omitempty"`
+	// Files, Dirs, Links and Bytes count what a layout copied.
+	Files int   `json:"files,omitempty"`
+	Dirs  int   `json:"dirs,omitempty"`
+	Links int   `json:"links,omitempty"`
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 type agent struct {
 	root    *os.Root
 	dir     string
+	tasks   string // where tasks' templates are mounted ("": none)
 	cache   cacheLayers
 	out     *bufio.Writer
 	outMu   sync.Mutex
@@ -76,6 +83,7 @@ func agentMain(args []string) int {
 	threads := fs.Int("threads", 8, "OS threads to create ahead of need")
 	shared := fs.String("gocache-shared", "", "the shared Go build cache, read-only to commands (\"\": none)")
 	layers := fs.String("gocache-layers", "", "where each command gets its own fresh, writable Go build cache layer (\"\": no layers)")
+	tasks := fs.String("tasks", "", "the directory, mounted read-only, under which layout finds tasks' templates (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -90,7 +98,7 @@ func agentMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
 		return 1
 	}
-	a := &agent{root: root, dir: *dir, cache: cacheLayers{parent: *layers, shared: *shared, self: self},
+	a := &agent{root: root, dir: *dir, tasks: *tasks, cache: cacheLayers{parent: *layers, shared: *shared, self: self},
 		out: bufio.NewWriterSize(os.Stdout, 64<<10), running: map[uint64]chan struct{}{}}
 	a.send(&response{ID: 0, Op: "hello", Version: version})
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
@@ -120,6 +128,10 @@ func agentMain(args []string) int {
 			a.send(a.read(&req))
 		case "write":
 			a.send(a.write(&req))
+		case "remove":
+			a.send(a.remove(&req))
+		case "layout":
+			a.send(a.layout(&req))
 		default:
 			a.send(&response{ID: req.ID, Err: fmt.Sprintf("unknown op %q", req.Op), ErrKind: "proto"})
 		}
@@ -208,7 +220,7 @@ func fsErr(id uint64, err error) *response {
 	kind := "fs"
 	if errors.Is(err, fs.ErrNotExist) {
 		kind = "notexist"
-	} else if strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes") {
+	} else if isEscape(err) {
 		kind = "path"
 	}
 	return &response{ID: id, Err: err.Error(), ErrKind: kind}
@@ -237,6 +249,32 @@ func (a *agent) write(req *request) *response {
 		}
 	}
 	if err := a.root.WriteFile(p, req.Data, 0o644); err != nil {
+		return fsErr(req.ID, err)
+	}
+	return &response{ID: req.ID}
+}
+
+// remove deletes a file (or a link) of the workspace, as rm -f does: a
+// file that does not exist is no error, a directory is refused.
+func (a *agent) remove(req *request) *response {
+	p, err := a.rel(req.Path)
+	if err != nil {
+		return &response{ID: req.ID, Err: err.Error(), ErrKind: "path"}
+	}
+	if p == "." {
+		return &response{ID: req.ID, Err: "cannot remove the workspace", ErrKind: "path"}
+	}
+	info, err := a.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &response{ID: req.ID}
+	}
+	if err != nil {
+		return fsErr(req.ID, err)
+	}
+	if info.IsDir() {
+		return &response{ID: req.ID, Err: fmt.Sprintf("remove %s: is a directory", p), ErrKind: "fs"}
+	}
+	if err := a.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fsErr(req.ID, err)
 	}
 	return &response{ID: req.ID}

@@ -4,11 +4,11 @@ go 1.26.0
 
 require (
 	github.com/u-root/u-root v0.16.0
+	golang.org/x/sys v0.49.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 )

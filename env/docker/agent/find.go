@@ -50,9 +50,12 @@ func runFind(p *proc, name string, args []string) int {
 	ok := true
 	for _, root := range roots {
 		err := filepath.WalkDir(p.path(root), func(full string, d fs.DirEntry, err error) error {
-			rel := root
-			if full != p.path(root) {
-				rel = filepath.Join(root, strings.TrimPrefix(full, strings.TrimSuffix(p.path(root), "/")+"/"))
+			// The depth counts the components below the root: WalkDir
+			// names the entries under "." without a leading "./".
+			rel, depth := root, 0
+			if under, rerr := filepath.Rel(p.path(root), full); rerr == nil && under != "." {
+				depth = strings.Count(under, string(filepath.Separator)) + 1
+				rel = filepath.Join(root, under)
 				if strings.HasPrefix(root, "./") || root == "." {
 					rel = "./" + strings.TrimPrefix(rel, "./")
 				}
@@ -61,10 +64,6 @@ func runFind(p *proc, name string, args []string) int {
 				p.fail(1, name, "%v", err)
 				ok = false
 				return nil
-			}
-			depth := 0
-			if full != p.path(root) {
-				depth = strings.Count(strings.TrimPrefix(full, strings.TrimSuffix(p.path(root), "/")), "/")
 			}
 			x := &findEntry{path: rel, full: full, d: d, depth: depth}
 			if depth >= f.minDepth {

@@ -7,9 +7,11 @@
 // none of them pays for a `docker exec`. It speaks a length-prefixed protocol
 // on its standard input and output (the container's attach stream): every
 // frame is a 4-byte big-endian length followed by that many bytes of JSON.
-// The host sends requests (exec, read, write, cancel); the agent answers each
-// with a response carrying the same id, and sends one hello frame (id 0) when
-// it is ready.
+// The host sends requests (exec, read, write, remove, layout, cancel); the
+// agent answers each with a response carrying the same id, and sends one
+// hello frame (id 0) when it is ready. layout copies a task's template, a
+// directory under -tasks (the host's workspace root, mounted read-only),
+// into the empty workspace: see layout.go.
 //
 // Commands run one at a time, in their own process group, in the workspace.
 // When a command exits, times out or is cancelled, every other process in the

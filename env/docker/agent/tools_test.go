@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,39 @@ func TestTools(t *testing.T) {
 				t.Errorf("exit %d (want %d), stdout (-want +got):\n%s\nstderr: %s", code, tc.code, diff, errOut)
 			}
 		})
+	}
+}
+
+// TestFindDepth: -mindepth and -maxdepth count from the starting point,
+// also when find runs as a program of its own in the directory (no
+// working directory of an interpreter to resolve against), as commands in
+// a sandbox run it.
+func TestFindDepth(t *testing.T) {
+	dir := tree(t, map[string]string{"a.go": "", "d/b.go": "", "d/e/c.go": ""})
+	tests := []struct {
+		argv []string
+		out  string
+	}{
+		{[]string{"find", ".", "-mindepth", "1", "-maxdepth", "1"}, "./a.go\n./d\n"},
+		{[]string{"find", ".", "-mindepth", "2"}, "./d/b.go\n./d/e\n./d/e/c.go\n"},
+		{[]string{"find", ".", "-maxdepth", "1", "-type", "d"}, ".\n./d\n"},
+		{[]string{"find", "d", "-mindepth", "1", "-maxdepth", "1"}, "d/b.go\nd/e\n"},
+		{[]string{"find", "d/", "-mindepth", "2"}, "d/e/c.go\n"},
+	}
+	for _, tc := range tests {
+		for _, inDir := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/dir=%v", strings.Join(tc.argv, " "), inDir), func(t *testing.T) {
+				d := dir
+				if !inDir {
+					t.Chdir(dir)
+					d = ""
+				}
+				out, errOut, code := runTool(t, d, "", tc.argv...)
+				if diff := cmp.Diff(tc.out, out); diff != "" || code != 0 {
+					t.Errorf("exit %d, stdout (-want +got):\n%s\nstderr: %s", code, diff, errOut)
+				}
+			})
+		}
 	}
 }
 

@@ -217,8 +217,7 @@ func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Pol
 	b := l.collect(groups)
 	st.ZeroSignalGroups = b.zero
 	D := len(b.chosen)
-	st.Extra = map[string]float64{"decisions": float64(D), "options": float64(len(b.off) - 1 + len(b.x)/l.cfg.Dims.F - D)}
-	st.Extra["options"] = float64(len(b.x) / l.cfg.Dims.F)
+	st.Extra = map[string]float64{"decisions": float64(D), "options": float64(len(b.x) / l.cfg.Dims.F)}
 	if D == 0 {
 		return l.cur, st, ctx.Err() // nothing to learn from
 	}

@@ -1,0 +1,201 @@
+package neural
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/repair"
+)
+
+// refLoss is the GRPO loss of a batch in float64, from first principles:
+// the reference the backend's gradient is checked against.
+func refLoss(d Dims, p []float64, b batch, cfg Config) float64 {
+	l := d.layout()
+	score := func(x []float32) float64 {
+		h1 := make([]float64, d.H1)
+		for j := range d.H1 {
+			s := p[l.b1+j]
+			for i := range d.F {
+				s += float64(x[i]) * p[l.w1+i*d.H1+j]
+			}
+			h1[j] = math.Max(s, 0)
+		}
+		var out float64
+		for j := range d.H2 {
+			s := p[l.b2+j]
+			for i := range d.H1 {
+				s += h1[i] * p[l.w2+i*d.H2+j]
+			}
+			out += math.Max(s, 0) * p[l.w3+j]
+		}
+		for i := range d.F {
+			out += float64(x[i]) * p[l.wl+i]
+		}
+		return out / cfg.Temperature
+	}
+	D := len(b.chosen)
+	var loss, ent float64
+	for k := range D {
+		lo, hi := int(b.off[k]), int(b.off[k+1])
+		s := make([]float64, hi-lo)
+		m := math.Inf(-1)
+		for r := lo; r < hi; r++ {
+			s[r-lo] = score(b.x[r*d.F : (r+1)*d.F])
+			m = math.Max(m, s[r-lo])
+		}
+		var z float64
+		for _, v := range s {
+			z += math.Exp(v - m)
+		}
+		lz := m + math.Log(z)
+		for _, v := range s {
+			lp := v - lz
+			ent -= math.Exp(lp) * lp
+		}
+		lpc := s[int(b.chosen[k])-lo] - lz
+		ratio := math.Exp(lpc - b.old[k])
+		a := float64(b.adv[k])
+		loss -= math.Min(ratio*a, math.Max(math.Min(ratio, 1+cfg.Clip), 1-cfg.Clip)*a)
+	}
+	return loss/float64(D) - cfg.Entropy*ent/float64(D)
+}
+
+// randomBatch makes D decisions of 2..12 options of random features, with
+// behaviour log-probabilities from the learner's own policy shifted by
+// shift (0: on-policy).
+func randomBatch(t *testing.T, l *Learner, D int, seed uint64, shift float64) batch {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b batch
+	b.off = []int32{0}
+	F := l.cfg.Dims.F
+	for range D {
+		n := 2 + rng.IntN(11)
+		rows := make([]float32, n*F)
+		for i := range rows {
+			if rng.Float64() < 0.5 {
+				rows[i] = float32(rng.Float64())
+			}
+		}
+		start := b.off[len(b.off)-1]
+		ch := rng.IntN(n)
+		lp := logSoftmax(scores(l.cfg.Dims, l.cur.Params, rows, l.cfg.Temperature))
+		b.x = append(b.x, rows...)
+		b.off = append(b.off, start+int32(n))
+		b.chosen = append(b.chosen, start+int32(ch))
+		b.adv = append(b.adv, float32(rng.NormFloat64()))
+		b.old = append(b.old, lp[ch]+shift*rng.NormFloat64())
+	}
+	return b
+}
+
+func TestGradientMatchesFiniteDifferences(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		shift float64
+		cfg   func(*Config)
+	}{
+		{"on-policy", 0, func(*Config) {}},
+		{"off-policy, some clipped", 0.5, func(*Config) {}},
+		{"no entropy, temperature 2", 0, func(c *Config) { c.Entropy, c.Temperature = 0, 2 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
+			cfg.Entropy = 0.05
+			tt.cfg(&cfg)
+			l, err := NewLearner(cuda.NewCPU(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// Random deep weights that are not tiny, so every path matters.
+			p := Init(cfg.Dims, 7, true)
+			lay := cfg.Dims.layout()
+			for i := lay.w3; i < lay.w3+cfg.Dims.H2; i++ {
+				p[i] *= 20
+			}
+			if err := l.setParams(p); err != nil {
+				t.Fatal(err)
+			}
+			b := randomBatch(t, l, 12, 3, tt.shift)
+			loss, g, err := l.gradient(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p64 := make([]float64, len(p))
+			for i, v := range p {
+				p64[i] = float64(v)
+			}
+			if ref := refLoss(cfg.Dims, p64, b, cfg); math.Abs(ref-loss) > 1e-4*math.Max(1, math.Abs(ref)) {
+				t.Fatalf("loss %v, reference %v", loss, ref)
+			}
+			const h = 1e-4
+			worst := 0.0
+			checked := 0
+			for i := range p64 {
+				q := append([]float64(nil), p64...)
+				q[i] += h
+				up := refLoss(cfg.Dims, q, b, cfg)
+				q[i] -= 2 * h
+				down := refLoss(cfg.Dims, q, b, cfg)
+				fd := (up - down) / (2 * h)
+				diff := math.Abs(fd - float64(g[i]))
+				if diff > 2e-3*math.Max(0.05, math.Abs(fd)) {
+					t.Errorf("parameter %d: gradient %.6g, finite difference %.6g", i, g[i], fd)
+				}
+				worst = math.Max(worst, diff)
+				checked++
+			}
+			t.Logf("%d parameters, worst absolute difference %.3g", checked, worst)
+		})
+	}
+}
+
+func TestUpdateRaisesTheAdvantagedChoice(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dims = Dims{F: repair.Dim, H1: 16, H2: 8}
+	l, err := NewLearner(cuda.NewCPU(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Two options per decision, identical but for one feature; the
+	// trajectories that chose option 0 were rewarded.
+	mk := func(choice int) *env.Trajectory {
+		rows := make([][]float32, 2)
+		for i := range rows {
+			rows[i] = make([]float32, repair.Dim)
+			rows[i][0] = 1
+		}
+		rows[0][featureIndex("alternatives")] = 1 // no prior on it
+		d := repair.Decision(Kind, rows, choice, 1)
+		lp, _ := l.Current().LogProb(d)
+		r := 0.0
+		if choice == 0 {
+			r = 1
+		}
+		return &env.Trajectory{Reward: r, Steps: []env.Step{{Action: env.Action{Tool: env.ToolTry, Decision: d, LogProb: lp}}}}
+	}
+	before, _ := l.Current().LogProb(mk(0).Steps[0].Action.Decision)
+	for range 60 {
+		g := policy.Group{Trajectories: []*env.Trajectory{mk(0), mk(1), mk(0), mk(1)}}
+		if _, st, err := l.Update(context.Background(), []policy.Group{g}); err != nil || st.Extra["decisions"] != 4 {
+			t.Fatalf("update: %v %+v", err, st)
+		}
+	}
+	after, _ := l.Current().LogProb(mk(0).Steps[0].Action.Decision)
+	if !(math.Exp(after) > math.Exp(before)+0.15) {
+		t.Errorf("log p(rewarded choice) %.3f → %.3f: the update did not raise it", before, after)
+	}
+	// A group whose rewards are all equal teaches nothing and is dropped.
+	_, st, err := l.Update(context.Background(), []policy.Group{{Trajectories: []*env.Trajectory{mk(0), mk(0)}}})
+	if err != nil || st.ZeroSignalGroups != 1 || st.Extra["decisions"] != 0 {
+		t.Errorf("zero-variance group: %+v, %v", st, err)
+	}
+}

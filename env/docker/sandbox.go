@@ -32,8 +32,9 @@ type Sandbox struct {
 }
 
 var (
-	_ env.Sandbox = (*Sandbox)(nil)
-	_ env.Remover = (*Sandbox)(nil)
+	_ env.HostPaths = (*Sandbox)(nil)
+	_ env.Sandbox   = (*Sandbox)(nil)
+	_ env.Remover   = (*Sandbox)(nil)
 )
 
 // ID is the container's ID.
@@ -107,6 +108,13 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 		return fmt.Errorf("write %s: %s", name, resp.Err)
 	}
 	return nil
+}
+
+// HostPath is where the sandbox's commands see host file p: under the
+// provider's WorkspaceRoot, mounted read-only (env.HostPaths).
+func (s *Sandbox) HostPath(p string) (string, bool) {
+	sp, err := s.p.SandboxPath(p)
+	return sp, err == nil
 }
 
 // Remove deletes a file or a symbolic link of the workspace (env.Remover)

@@ -172,6 +172,10 @@ func (w *Workspaces) Template(ctx context.Context, t *env.Task) (string, error) 
 			return "", env.Infra(err)
 		}
 		defer os.RemoveAll(tmp)
+		// Sandboxes run as another user (a container's) and must read it.
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return "", env.Infra(err)
+		}
 		if err := linkTree(mod, tmp, bug); err != nil {
 			return "", env.Infra(fmt.Errorf("task %s: lay out: %w", t.ID, err))
 		}

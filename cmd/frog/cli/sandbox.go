@@ -102,6 +102,9 @@ func openDocker(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (env.
 	}
 	cfg := docker.DefaultConfig()
 	cfg.Run = spec.Run
+	if spec.Workspaces != nil {
+		cfg.Workspaces, cfg.WorkspaceRoot = spec.Workspaces, spec.Workspaces.Root()
+	}
 	cfg.PoolSize = min(spec.Pool, spec.Concurrency)
 	if spec.Image != "" {
 		cfg.Image = spec.Image

@@ -51,6 +51,8 @@ type LearnerStats struct {
 	MaxStaleness     int     `json:"max_staleness"`
 	// UpdateSeconds is the wall time spent in updates.
 	UpdateSeconds float64 `json:"update_seconds"`
+	// Checkpoints counts the checkpoints saved.
+	Checkpoints int64 `json:"checkpoints"`
 	// Error says why the learner ended the run (Config.MaxUpdateFailures).
 	Error string `json:"error,omitempty"`
 }
@@ -102,6 +104,12 @@ type learner struct {
 	runners     *sync.WaitGroup
 	// runCtx is the run's context; the updates' context derives from it.
 	runCtx context.Context
+	// startUpdates offsets the update count of a resumed run; every and
+	// sink checkpoint it, saved the last update checkpointed.
+	startUpdates int64
+	every        int
+	sink         CheckpointSink
+	saved        int64
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -172,6 +180,7 @@ func (l *learner) next(ctx actor.Context) {
 		}
 	}
 	if !l.busy && l.flushTo != nil {
+		l.checkpoint()
 		st := l.stats()
 		ctx.Send(l.flushTo, &st)
 		l.flushTo = nil
@@ -217,11 +226,33 @@ func (l *learner) finish(ctx actor.Context, m *updateDone) {
 		l.st.Updates++
 		l.advance(ctx, m.pol)
 		if l.onUpdate != nil {
-			l.onUpdate(UpdateRecord{Update: l.st.Updates, Version: l.version, Episodes: l.b.st.results,
+			l.onUpdate(UpdateRecord{Update: l.startUpdates + l.st.Updates, Version: l.version, Episodes: l.b.st.results,
 				Seconds: m.elapsed.Seconds(), UpdateStats: m.st})
+		}
+		if l.every > 0 && l.st.Updates%int64(l.every) == 0 {
+			l.checkpoint()
 		}
 	}
 	l.report(ctx, m.batch.trigger)
+}
+
+// checkpoint saves the learner's state, unless it is saved already or
+// cannot be. It runs between updates (never while one is in flight).
+func (l *learner) checkpoint() {
+	c, ok := l.l.(policy.Checkpointer)
+	if !ok || l.sink == nil || l.busy || l.st.Updates == l.saved {
+		return
+	}
+	data, err := c.Checkpoint()
+	if err == nil {
+		err = l.sink.Save(Checkpoint{Version: l.version, Updates: l.startUpdates + l.st.Updates, Results: l.b.st.results, Learner: data})
+	}
+	if err != nil {
+		l.log.Error().Err(err).Int64("version", l.version).Msg("checkpoint not saved; the previous one stands")
+		return
+	}
+	l.saved = l.st.Updates
+	l.st.Checkpoints++
 }
 
 // advance moves to the next version and publishes pol as it.

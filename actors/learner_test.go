@@ -171,3 +171,51 @@ func TestLearnerUpdateSeesRunCancellation(t *testing.T) {
 		})
 	}
 }
+
+// countingLearner is a learner that can checkpoint: its bytes are its
+// update count.
+type countingLearner struct {
+	policy.Learner
+	n int
+}
+
+func (c *countingLearner) Update(ctx context.Context, b []policy.Group) (policy.Policy, policy.UpdateStats, error) {
+	c.n++
+	return c.Learner.Update(ctx, b)
+}
+
+func (c *countingLearner) Checkpoint() ([]byte, error) { return []byte(fmt.Sprint(c.n)), nil }
+func (c *countingLearner) Restore([]byte) error        { return nil }
+
+type memSink struct{ saved []Checkpoint }
+
+func (m *memSink) Save(c Checkpoint) error {
+	m.saved = append(m.saved, c)
+	return nil
+}
+
+func TestLearnerCheckpoints(t *testing.T) {
+	deps, _, _ := simDeps(t, simSetup{seed: 4})
+	cl := &countingLearner{Learner: deps.Learner}
+	sink := &memSink{}
+	deps.Learner, deps.Checkpoints = cl, sink
+	cfg := testConfig(200, 4)
+	cfg.GroupSize, cfg.GroupsPerUpdate, cfg.CheckpointEvery = 4, 1, 10
+	cfg.StartVersion, cfg.StartUpdates = 100, 50
+	sum, err := runWithin(t, time.Minute, context.Background(), cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.saved) < 5 {
+		t.Fatalf("%d checkpoints for %d updates every 10", len(sink.saved), sum.Learner.Updates)
+	}
+	last := sink.saved[len(sink.saved)-1]
+	if string(last.Learner) != fmt.Sprint(cl.n) || last.Updates != 50+sum.Learner.Updates || last.Version != sum.Learner.Version || last.Version < 100 {
+		t.Errorf("last checkpoint %+v (learner bytes %q); learner made %d updates, version %d", last, last.Learner, cl.n, sum.Learner.Version)
+	}
+	for i, c := range sink.saved[:len(sink.saved)-1] {
+		if (c.Updates-50)%10 != 0 {
+			t.Errorf("checkpoint %d at update %d, not a multiple of 10 past the start", i, c.Updates)
+		}
+	}
+}

@@ -57,6 +57,12 @@ type Config struct {
 	// MaxUpdateFailures ends the run with ErrLearner after that many
 	// consecutive failed learner updates; 0 never does.
 	MaxUpdateFailures int `json:"max_update_failures"`
+	// CheckpointEvery saves a checkpoint (Deps.Checkpoints) after every
+	// that many updates; 0 saves only the last, at the end of the run.
+	CheckpointEvery int `json:"checkpoint_every"`
+	// StartVersion and StartUpdates continue a resumed run's counting.
+	StartVersion int64 `json:"start_version,omitempty"`
+	StartUpdates int64 `json:"start_updates,omitempty"`
 }
 
 // DefaultConfig is the configuration `frog sim` starts from.
@@ -159,6 +165,26 @@ type Deps struct {
 	OnEpisode func(*EpisodeResult)
 	// Counters, when set, receives the scheduler's tallies as they change.
 	Counters *Counters
+	// Checkpoints, when set and the learner can checkpoint
+	// (policy.Checkpointer), receives the learner's checkpoints: every
+	// Config.CheckpointEvery updates and at the end. Save is called from the
+	// learner actor between updates and must not block for long (a file
+	// write); its error is logged and the run goes on.
+	Checkpoints CheckpointSink
+}
+
+// CheckpointSink stores checkpoints.
+type CheckpointSink interface {
+	Save(Checkpoint) error
+}
+
+// Checkpoint is the learner's state at one version, as plain data: the
+// learner's own bytes (policy.Checkpointer) and the run's counters.
+type Checkpoint struct {
+	Version int64  `json:"version"`
+	Updates int64  `json:"updates"`
+	Results int64  `json:"results"`
+	Learner []byte `json:"learner"`
 }
 
 // Summary is what a run did. Its counters always satisfy
@@ -234,6 +260,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &learner{l: deps.Learner, server: serverPID, b: newBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness),
+			version: cfg.StartVersion, startUpdates: cfg.StartUpdates, every: cfg.CheckpointEvery, sink: deps.Checkpoints,
 			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, onEpisode: deps.OnEpisode, log: log,
 			root: root, runners: &runners, runCtx: ctx}
 	}), "learner")

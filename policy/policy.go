@@ -62,3 +62,14 @@ type UpdateStats struct {
 	// Extra holds learner-specific figures (the simulated skill, a norm).
 	Extra map[string]float64 `json:"extra,omitempty"`
 }
+
+// Checkpointer is an optional capability of a Learner: Checkpoint returns
+// everything it needs to continue where it is (weights, optimizer state,
+// counters) and Restore puts it back there. Restore refuses, with an error
+// that says why, data it did not make (another format or network shape, a
+// corrupted file), and then leaves the learner as it was. Both are called
+// from the learner actor between updates, never during one.
+type Checkpointer interface {
+	Checkpoint() ([]byte, error)
+	Restore(data []byte) error
+}

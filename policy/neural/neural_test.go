@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/frognano/frog/cuda"
@@ -197,5 +198,65 @@ func TestUpdateRaisesTheAdvantagedChoice(t *testing.T) {
 	_, st, err := l.Update(context.Background(), []policy.Group{{Trajectories: []*env.Trajectory{mk(0), mk(0)}}})
 	if err != nil || st.ZeroSignalGroups != 1 || st.Extra["decisions"] != 0 {
 		t.Errorf("zero-variance group: %+v, %v", st, err)
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
+	a, err := NewLearner(cuda.NewCPU(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := randomBatch(t, a, 6, 1, 0)
+	w, _ := a.newWork(len(b.x)/cfg.Dims.F, len(b.chosen))
+	w.upload(b)
+	for range 3 {
+		if _, err := w.step(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.free()
+	data, err := a.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := NewLearner(cuda.NewCPU(), cfg)
+	defer c.Close()
+	if err := c.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	// Both continue identically: the same next step.
+	la, ga, _ := a.gradient(b)
+	lc, gc, _ := c.gradient(b)
+	if la != lc || c.step != a.step {
+		t.Fatalf("after restore: loss %v vs %v, step %d vs %d", lc, la, c.step, a.step)
+	}
+	for i := range ga {
+		if ga[i] != gc[i] {
+			t.Fatalf("gradient %d differs after restore", i)
+		}
+	}
+	// Refused: corrupted, another shape, not a checkpoint.
+	bad := append([]byte(nil), data...)
+	bad[len(bad)/2] ^= 0x01
+	other := cfg
+	other.Dims.H1 = 9
+	o, _ := NewLearner(cuda.NewCPU(), other)
+	defer o.Close()
+	for name, tt := range map[string]struct {
+		l    *Learner
+		data []byte
+		want string
+	}{
+		"corrupted":   {c, bad, ""},
+		"other shape": {o, data, "network"},
+		"not json":    {c, []byte("hello"), "does not parse"},
+	} {
+		err := tt.l.Restore(tt.data)
+		if err == nil || tt.want != "" && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Restore = %v", name, err)
+		}
 	}
 }

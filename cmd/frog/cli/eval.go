@@ -69,7 +69,7 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 		RunE: func(c *cobra.Command, _ []string) error { return runEval(c.Context(), g, o) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.Policy, "policy", "fl-feedback", "policy: "+strings.Join(baseline.Names[:3], ", "))
+	f.StringVar(&o.Policy, "policy", "fl-feedback", "policy, or several separated by commas (evaluated in turn on the same tasks, one harness and outcome cache): "+strings.Join(baseline.Names[:3], ", "))
 	f.StringVar(&o.Tasks, "tasks", "", "task store (.jsonl) written by frog synth (required)")
 	f.IntVar(&o.Tries, "tries", 10, "most candidates an episode may try")
 	f.IntVar(&o.Samples, "samples", 1, "episodes per task")
@@ -101,8 +101,10 @@ func (o *evalOptions) validate() error {
 	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
 		return err
 	}
-	if _, err := evalPolicy(o.Policy, o.Seed); err != nil {
-		return &UsageError{Err: fmt.Errorf("--policy: %w", err)}
+	for _, name := range strings.Split(o.Policy, ",") {
+		if _, err := evalPolicy(name, o.Seed); err != nil {
+			return &UsageError{Err: fmt.Errorf("--policy: %w", err)}
+		}
 	}
 	if o.MaxSteps == 0 {
 		o.MaxSteps = o.Tries + 12
@@ -120,7 +122,7 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 
 // evalReport is what `frog eval` prints.
 type evalReport struct {
-	Policy      actors.EvalReport  `json:"policy"`
+	Policies    []actors.EvalReport `json:"policies"`
 	Ceiling     *actors.EvalReport `json:"ceiling,omitempty"`
 	Quarantined []string           `json:"quarantined"`
 	Tasks       *taskReport        `json:"tasks"`
@@ -153,17 +155,24 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	if len(tasks) == 0 {
 		return fmt.Errorf("no task of %d holds up (all quarantined)", len(recs))
 	}
-	pol, _ := evalPolicy(o.Policy, o.Seed)
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = run, o.Concurrency, o.MaxSteps, o.Tries
 	ecfg := actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: o.Samples}
 	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
-	log.Info().Str("policy", o.Policy).Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Msg("evaluating")
 	rep := evalReport{Quarantined: quarantined, Config: *o, Version: version()}
-	if rep.Policy, err = actors.Evaluate(ctx, ecfg, pol, deps); err != nil {
-		return err
+	for _, name := range strings.Split(o.Policy, ",") {
+		if ctx.Err() != nil {
+			break
+		}
+		log.Info().Str("policy", name).Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Msg("evaluating")
+		pol, _ := evalPolicy(name, o.Seed)
+		e, err := actors.Evaluate(ctx, ecfg, pol, deps)
+		if err != nil {
+			return err
+		}
+		e.Policy = name
+		rep.Policies = append(rep.Policies, e)
 	}
-	rep.Policy.Policy = o.Policy
 	if o.Ceiling && ctx.Err() == nil {
 		ceil, _ := baseline.New("ceiling", o.Seed)
 		cc := ecfg
@@ -234,7 +243,7 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 	rate := func(x actors.Rate) string {
 		return fmt.Sprintf("%5.1f%%  [%4.1f, %4.1f]  (%d/%d)", 100*x.Rate, 100*x.Lo, 100*x.Hi, x.K, x.N)
 	}
-	reps := []actors.EvalReport{r.Policy}
+	reps := append([]actors.EvalReport(nil), r.Policies...)
 	if r.Ceiling != nil {
 		reps = append(reps, *r.Ceiling)
 	}

@@ -63,11 +63,19 @@ func openSources(ctx context.Context, specs []string, work string, log zerolog.L
 
 // openSynthesizer opens specs under work and a synthesizer over them that
 // validates in the sandboxes sb names, within cfg (its Provider is set
-// here). The func closes the synthesizer's sandboxes, then the backend.
+// here). With sb.Workspaces set, the modules are registered there, so that
+// the tasks it makes can be laid out. The func closes the synthesizer's sandboxes, then the backend.
 func openSynthesizer(ctx context.Context, specs []string, work string, sb sandboxSpec, cfg source.Config, log zerolog.Logger) (*source.Synthesizer, []skippedSource, func(), error) {
 	mods, skipped, err := openSources(ctx, specs, work, log)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if ws := sb.Workspaces; ws != nil {
+		// Tasks made here are laid out from these very copies.
+		for _, m := range mods {
+			ws.AddLocal(m)
+		}
+		sb.Workspaces = nil // validation sandboxes copy modules themselves
 	}
 	if len(mods) == 0 {
 		return nil, skipped, nil, fmt.Errorf("no usable source among %d", len(specs))

@@ -1,0 +1,581 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/baseline"
+	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/store"
+)
+
+// trainOptions are the flags of `frog train`; config.json records them.
+type trainOptions struct {
+	Run      actors.Config  `json:"actors"`
+	Learner  neural.Config  `json:"learner"`
+	Sandbox  sandboxOptions `json:"sandbox"`
+	TaskOpts taskOptions    `json:"task_options"`
+	Device   string         `json:"device"`
+	Seed     uint64         `json:"seed"`
+
+	Sources        []string `json:"sources,omitempty"`
+	Tasks          string   `json:"tasks,omitempty"`
+	SynthWorkers   int      `json:"synth_workers"`
+	Heldout        string   `json:"heldout,omitempty"`
+	HeldoutN       int      `json:"heldout_n"`
+	EvalEvery      int      `json:"eval_every"`
+	Baselines      []string `json:"baselines,omitempty"`
+	TargetPassRate float64  `json:"target_pass_rate"`
+	StartDiff      float64  `json:"start_difficulty"`
+
+	Name   string `json:"name,omitempty"`
+	RunDir string `json:"-"`
+	Resume string `json:"-"`
+	JSON   bool   `json:"-"`
+}
+
+func newTrainCmd(g *globals) *cobra.Command {
+	o := &trainOptions{Run: actors.DefaultConfig(), Learner: neural.DefaultConfig()}
+	o.Run.Episodes, o.Run.GroupSize, o.Run.GroupsPerUpdate, o.Run.MaxTries = 1600, 8, 4, 10
+	c := &cobra.Command{
+		Use:   "train",
+		Short: "Train the neural repair policy by GRPO on real tasks (single node)",
+		Long: `train is frog's single-node training: tasks are synthesized online from real Go
+modules (the pinned list by default, or --source) by the synth actor, or drawn
+from a store (--tasks); each is played G times (--group-size) in real sandboxes
+(docker when a daemon answers, else process sandboxes with a warning) by the
+neural repair policy, judged by the task's own tests; the learner turns each
+batch of groups into a GRPO update on the tensor backend (--device); the target
+curriculum keeps the training pass rate near --target-pass-rate.
+
+The policy: the protocol of the baselines (run the tests, measure coverage, rank
+lines by spectrum fault localisation, list template repairs at the most
+suspicious lines, try them, keep partial fixes), with the choice of what to try
+next, or to stop, made by a small network (an MLP and a linear part started at
+the fault-localisation prior) over each option's features. It learns from test
+outcomes alone.
+
+Every --eval-every updates the current policy, greedy, is evaluated on a fixed
+held-out task set (--heldout, modules never trained on); the baselines are
+evaluated on it once at the start. A run directory holds config.json,
+metrics.jsonl (a line per update, evaluation and baseline), trajectories/ (JSONL
+shards), checkpoints/ (every --checkpoint-every updates and at the end, atomic)
+and summary.json. 'frog report RUN' draws the curves; 'frog train --resume RUN'
+continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one.`,
+		Example: `  frog train
+  frog train --episodes 4000 --heldout tasks/heldout.jsonl --eval-every 10
+  frog train --tasks runs/tasks.jsonl --sandbox process --device cpu
+  frog train --resume runs/train-20261201-120000`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runTrain(c.Context(), g, o, c) },
+	}
+	f := c.Flags()
+	f.Int64Var(&o.Run.Episodes, "episodes", o.Run.Episodes, "episodes to run (0: until --duration)")
+	f.DurationVar(&o.Run.Duration, "duration", 0, "stop admitting episodes after this long (0: no limit)")
+	f.IntVar(&o.Run.Concurrency, "concurrency", 2*runtime.NumCPU(), "episodes running at once")
+	f.IntVar(&o.Run.GroupSize, "group-size", o.Run.GroupSize, "GRPO group size G: rollouts per task (>= 2)")
+	f.IntVar(&o.Run.GroupsPerUpdate, "groups-per-update", o.Run.GroupsPerUpdate, "groups per learner update")
+	f.IntVar(&o.Run.MaxStaleness, "max-staleness", o.Run.MaxStaleness, "most policy versions an action may lag the learner")
+	f.IntVar(&o.Run.MaxTries, "tries", o.Run.MaxTries, "most candidates an episode may try")
+	f.IntVar(&o.Run.MaxSteps, "max-steps", 0, "most actions per episode (0: --tries + 12)")
+	f.IntVar(&o.Run.CheckpointEvery, "checkpoint-every", 10, "save a checkpoint every this many updates (and at the end)")
+	f.IntVar(&o.Run.MaxUpdateFailures, "max-update-failures", o.Run.MaxUpdateFailures, "end the run after this many failed updates in a row (0: never)")
+	f.StringVar(&o.Device, "device", "auto", "tensor backend of the learner: auto (a GPU when one opens, else the CPU), cpu or cuda")
+	f.Float64Var(&o.Learner.LR, "lr", o.Learner.LR, "Adam learning rate")
+	f.Float64Var(&o.Learner.Clip, "clip", o.Learner.Clip, "GRPO ratio clip ε")
+	f.Float64Var(&o.Learner.Entropy, "entropy", o.Learner.Entropy, "entropy bonus weight")
+	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
+	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
+	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
+	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted)")
+	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
+	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
+	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws, the weights' start and the task draws")
+	f.StringSliceVar(&o.Sources, "source", nil, "module to synthesize tasks from (repeatable; default the pinned list of frog synth)")
+	f.StringVar(&o.Tasks, "tasks", "", "draw tasks from this store instead of synthesizing them online")
+	f.IntVar(&o.SynthWorkers, "synth-workers", 1, "validation workers of the online synthesizer")
+	f.StringVar(&o.Heldout, "heldout", "tasks/heldout.jsonl", "held-out task store the policy is evaluated on (\"\": none)")
+	f.IntVar(&o.HeldoutN, "heldout-n", 40, "held-out tasks to evaluate on (a fixed seeded sample; 0: all)")
+	f.IntVar(&o.EvalEvery, "eval-every", 10, "evaluate on the held-out tasks every this many updates (0: only at the start and end)")
+	f.StringSliceVar(&o.Baselines, "baselines", []string{"fl-feedback", "random"}, "baselines evaluated on the held-out tasks at the start")
+	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "training pass rate the target curriculum aims at")
+	f.Float64Var(&o.StartDiff, "difficulty", 4, "difficulty the curriculum starts at")
+	o.Sandbox.flags(f, "auto")
+	o.TaskOpts.flags(f)
+	f.StringVar(&o.Name, "name", "", "run name (default train-<UTC time>)")
+	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
+	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint (its config.json; --episodes and --duration may be given anew)")
+	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
+	c.PreRunE = func(c *cobra.Command, _ []string) error { return o.validate(c) }
+	return c
+}
+
+func (o *trainOptions) validate(c *cobra.Command) error {
+	if o.Resume != "" {
+		return o.loadResume(c)
+	}
+	if o.Run.MaxSteps == 0 {
+		o.Run.MaxSteps = o.Run.MaxTries + 12
+	}
+	if err := o.Run.Validate(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if o.Run.GroupSize < 2 {
+		return usagef("--group-size %d: GRPO compares a task's rollouts within a group; want >= 2", o.Run.GroupSize)
+	}
+	if err := o.Learner.Validate(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
+		return err
+	}
+	if err := checkRunName(o.Name); err != nil {
+		return err
+	}
+	if err := checkSources(o.Sources); err != nil {
+		return err
+	}
+	switch {
+	case o.Device != "auto" && o.Device != "cpu" && o.Device != "cuda":
+		return usagef("--device %q: want auto, cpu or cuda", o.Device)
+	case o.HeldoutN < 0 || o.EvalEvery < 0:
+		return usagef("--heldout-n and --eval-every: want >= 0")
+	case !(o.TargetPassRate > 0 && o.TargetPassRate < 1):
+		return usagef("--target-pass-rate %v: want in (0, 1)", o.TargetPassRate)
+	case o.Tasks != "" && len(o.Sources) > 0:
+		return usagef("--tasks and --source: choose one")
+	}
+	for _, b := range o.Baselines {
+		if _, err := evalPolicy(b, 1); err != nil {
+			return &UsageError{Err: fmt.Errorf("--baselines: %w", err)}
+		}
+	}
+	for _, p := range []string{o.Tasks, o.Heldout} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			return usagef("%s: %v", p, err)
+		}
+	}
+	o.Learner.Seed = o.Seed
+	return nil
+}
+
+// loadResume takes a run's config.json, keeping what the command line set
+// anew of the budget.
+func (o *trainOptions) loadResume(c *cobra.Command) error {
+	data, err := os.ReadFile(filepath.Join(o.Resume, "config.json"))
+	if err != nil {
+		return usagef("--resume %s: %v", o.Resume, err)
+	}
+	var rec struct {
+		Command string       `json:"command"`
+		Config  trainOptions `json:"config"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Command != "train" {
+		return usagef("--resume %s: config.json is not a frog train run's", o.Resume)
+	}
+	episodes, duration, asJSON := o.Run.Episodes, o.Run.Duration, o.JSON
+	resume := o.Resume
+	*o = rec.Config
+	o.Resume, o.RunDir, o.JSON = resume, resume, asJSON
+	if c.Flags().Changed("episodes") {
+		o.Run.Episodes = episodes
+	}
+	if c.Flags().Changed("duration") {
+		o.Run.Duration = duration
+	}
+	return nil
+}
+
+// trainReport is what `frog train` prints and writes to summary.json.
+type trainReport struct {
+	actors.Summary
+	Backend     string         `json:"backend"`
+	Evaluations []metricsEvent `json:"evaluations"`
+	Tasks       *taskReport    `json:"tasks,omitempty"`
+	RunDir      string         `json:"run_dir"`
+	Interrupted bool           `json:"interrupted"`
+	Version     string         `json:"frog_version"`
+}
+
+func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	if o.Name == "" {
+		o.Name = "train-" + time.Now().UTC().Format("20060102-150405")
+	}
+	o.Run.Run = o.Name
+	o.Run = o.Run.WithDefaults()
+	log = log.With().Str("run", o.Name).Logger()
+
+	backend, why, err := cuda.Open(o.Device)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	defer backend.Close()
+	log.Info().Str("backend", backend.Name()).Str("why", why).Msg("tensor backend")
+	learner, err := neural.NewLearner(backend, o.Learner)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	defer learner.Close()
+
+	// The run directory, fresh or resumed.
+	dir, start, err := o.openRunDir(learner, log)
+	if err != nil {
+		return err
+	}
+	defer dir.close()
+	o.Run.StartVersion, o.Run.StartUpdates = start.Version, start.Updates
+
+	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
+	if err != nil {
+		return err
+	}
+	defer release()
+	src, closeSrc, err := o.openSource(ctx, tenv, log)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	heldout, err := o.loadHeldout(ctx, tenv, log)
+	if err != nil {
+		return err
+	}
+	cur, err := synth.NewTarget(o.TargetPassRate, o.StartDiff, 0.01)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	tr := &trainer{o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now()}
+	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
+	if err != nil {
+		return err
+	}
+	tr.shards = shards
+	if start.Updates == 0 {
+		tr.baselines(ctx)
+		tr.evaluate(ctx, 0, learner.Current())
+	}
+	deps := actors.Deps{
+		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: log,
+		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode,
+		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3},
+	}
+	tr.counters = deps.Counters
+	bar := startBar(g, !o.JSON, o.Run.Episodes, "ep", tr.progress)
+	sum, runErr := actors.Run(ctx, o.Run, deps)
+	bar.stop()
+	tr.waitEval()
+	if ctx.Err() == nil {
+		tr.evaluate(context.WithoutCancel(ctx), start.Updates+sum.Learner.Updates, learner.Current())
+	}
+	if err := shards.close(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
+	}
+	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.report(),
+		RunDir: dir.path, Interrupted: ctx.Err() != nil, Version: version()}
+	if err := dir.writeSummary(rep); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if err := rep.print(g.stdout, o.JSON); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if rep.Interrupted {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// openRunDir makes the run's directory, or reopens a resumed one and puts
+// the learner back at its last checkpoint.
+func (o *trainOptions) openRunDir(l *neural.Learner, log zerolog.Logger) (*runDir, actors.Checkpoint, error) {
+	if o.Resume == "" {
+		path := o.RunDir
+		if path == "" {
+			path = filepath.Join("runs", o.Name)
+		}
+		cfg := struct {
+			Version string       `json:"frog_version"`
+			Command string       `json:"command"`
+			Config  trainOptions `json:"config"`
+		}{version(), "train", *o}
+		d, err := createRunDir(path, cfg)
+		if err != nil {
+			return nil, actors.Checkpoint{}, err
+		}
+		log.Info().Str("dir", path).Msg("run directory")
+		return d, actors.Checkpoint{}, nil
+	}
+	ck, file, err := loadCheckpoint(o.Resume)
+	if err != nil {
+		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume: %w", err)}
+	}
+	if err := l.Restore(ck.Learner); err != nil {
+		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
+	}
+	os.Remove(filepath.Join(o.Resume, "summary.json")) // the run goes on
+	d, err := openRunDirAppend(o.Resume)
+	if err != nil {
+		return nil, actors.Checkpoint{}, err
+	}
+	log.Info().Str("checkpoint", file).Int64("version", ck.Version).Int64("updates", ck.Updates).Msg("resuming")
+	return d, ck.Checkpoint, nil
+}
+
+// openSource is where training tasks come from: online synthesis, or a
+// store (checked before its tasks are served).
+func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, log zerolog.Logger) (synth.Source, func(), error) {
+	if o.Tasks != "" {
+		recs, err := store.Load(o.Tasks)
+		if err != nil {
+			return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+		}
+		src, err := store.NewSource(recs, o.Seed)
+		if err != nil {
+			return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+		}
+		return tenv.q.Source(src), func() {}, nil
+	}
+	specs := o.Sources
+	if len(specs) == 0 {
+		specs = source.Default
+	}
+	work, cleanup, err := workDir("", "frog-train-synth-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := source.Config{Seed: o.Seed, Workers: o.SynthWorkers}
+	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}, Workspaces: tenv.ws}, cfg, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	for _, sk := range skipped {
+		log.Warn().Str("source", sk.Source).Str("error", sk.Error).Msg("source skipped")
+	}
+	return s, func() { closeSynth(); cleanup() }, nil
+}
+
+// loadHeldout reads the held-out store, samples HeldoutN tasks with a fixed
+// seed, and checks them (quarantined ones are left out).
+func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskEnv, log zerolog.Logger) ([]actors.EvalTask, error) {
+	if o.Heldout == "" {
+		log.Warn().Msg("no held-out tasks (--heldout \"\"): the run reports no held-out curve")
+		return nil, nil
+	}
+	recs, err := store.Load(o.Heldout)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("--heldout %s: %w", o.Heldout, err)}
+	}
+	rng := rand.New(rand.NewPCG(0x68656c64, 0)) // one sample for every run
+	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	if o.HeldoutN > 0 && o.HeldoutN < len(recs) {
+		recs = recs[:o.HeldoutN]
+	}
+	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Run.Concurrency, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Str("store", o.Heldout).Msg("held-out tasks")
+	return tasks, nil
+}
+
+// trainer is what a training run does beside the actors: metrics lines,
+// trajectory shards, held-out evaluations.
+type trainer struct {
+	o       *trainOptions
+	dir     *runDir
+	tenv    *taskEnv
+	prov    env.Provider
+	heldout []actors.EvalTask
+	learner *neural.Learner
+	shards  *shards
+	log     zerolog.Logger
+	start   time.Time
+
+	counters *actors.Counters
+	tries    atomic.Int64
+	passed   atomic.Int64
+	scored   atomic.Int64
+	// recent holds the last 200 rewards, for the live pass rate.
+	mu     sync.Mutex
+	recent []float64
+	evs    []metricsEvent
+	last   *metricsEvent
+	evalWG sync.WaitGroup
+	evalOn atomic.Bool
+}
+
+func (t *trainer) onEpisode(r *actors.EpisodeResult) {
+	rec := map[string]any{"episode": r.Episode, "group": r.Group, "task": r.Task.ID, "kind": r.Kind.String(), "attempts": r.Attempts}
+	if tr := r.Trajectory; tr != nil {
+		rec["reward"], rec["tries"], rec["executions"], rec["steps"] = tr.Reward, tr.Tries, tr.Executions, tr.Steps
+		t.tries.Add(int64(tr.Tries))
+		t.scored.Add(1)
+		if tr.Reward > 0 {
+			t.passed.Add(1)
+		}
+		t.mu.Lock()
+		t.recent = append(t.recent, tr.Reward)
+		if len(t.recent) > 200 {
+			t.recent = t.recent[len(t.recent)-200:]
+		}
+		t.mu.Unlock()
+	}
+	t.shards.write(rec)
+}
+
+func (t *trainer) passRate() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.recent) == 0 {
+		return 0
+	}
+	var s float64
+	for _, r := range t.recent {
+		s += r
+	}
+	return s / float64(len(t.recent))
+}
+
+func (t *trainer) onUpdate(u actors.UpdateRecord) {
+	secs := time.Since(t.start).Seconds()
+	e := metricsEvent{Kind: "update", UpdateRecord: &u, TrainPassRate: t.passRate()}
+	if secs > 0 && t.counters != nil {
+		e.EpisodesPerSecond = float64(t.counters.Recorded()) / secs
+		e.TriesPerSecond = float64(t.tries.Load()) / secs
+	}
+	if u.Groups > 0 {
+		e.ZeroSignalShare = float64(u.ZeroSignalGroups) / float64(u.Groups)
+	}
+	if err := t.dir.writeEvent(e); err != nil {
+		t.log.Error().Err(err).Msg("write metrics.jsonl")
+	}
+	if every := t.o.EvalEvery; every > 0 && u.Update%int64(every) == 0 && len(t.heldout) > 0 && t.evalOn.CompareAndSwap(false, true) {
+		// Evaluate a snapshot of this version while training goes on.
+		snap := *t.learner.Current()
+		t.evalWG.Add(1)
+		go func() {
+			defer t.evalWG.Done()
+			defer t.evalOn.Store(false)
+			t.evaluate(context.Background(), u.Update, &snap)
+		}()
+	}
+}
+
+func (t *trainer) waitEval() { t.evalWG.Wait() }
+
+// evaluate plays the held-out tasks with p, greedy, and records the result.
+func (t *trainer) evaluate(ctx context.Context, update int64, p *neural.Policy) {
+	if len(t.heldout) == 0 {
+		return
+	}
+	g := *p
+	g.Greedy = true
+	t.record(ctx, "eval", "neural", update, &g)
+}
+
+// baselines evaluates the hand-written baselines on the held-out tasks.
+func (t *trainer) baselines(ctx context.Context) {
+	if len(t.heldout) == 0 {
+		return
+	}
+	for _, name := range t.o.Baselines {
+		p, err := baseline.New(name, t.o.Seed)
+		if err != nil {
+			continue
+		}
+		t.record(ctx, "baseline", name, 0, p)
+	}
+}
+
+func (t *trainer) record(ctx context.Context, kind, name string, update int64, p policy.Policy) {
+	cfg := actors.DefaultConfig()
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.Run.MaxTries, t.o.Run.MaxSteps
+	t0 := time.Now()
+	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
+		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})
+	if err != nil {
+		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
+		return
+	}
+	e := metricsEvent{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, Elapsed: time.Since(t0).Seconds()}
+	if err := t.dir.writeEvent(e); err != nil {
+		t.log.Error().Err(err).Msg("write metrics.jsonl")
+	}
+	t.mu.Lock()
+	t.evs = append(t.evs, e)
+	if kind == "eval" {
+		t.last = &t.evs[len(t.evs)-1]
+	}
+	t.mu.Unlock()
+	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).
+		Float64("solved", rep.Solved.Rate).Float64("lo", rep.Solved.Lo).Float64("hi", rep.Solved.Hi).Msg("held-out evaluation")
+}
+
+func (t *trainer) evals() []metricsEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]metricsEvent(nil), t.evs...)
+}
+
+func (t *trainer) progress() (string, int64) {
+	c := t.counters
+	desc := fmt.Sprintf("train pass %.0f%%", 100*t.passRate())
+	t.mu.Lock()
+	if t.last != nil {
+		desc += fmt.Sprintf(", held-out %.0f%% @%d", 100*t.last.Solved.Rate, t.last.AtUpdate)
+	}
+	t.mu.Unlock()
+	if c == nil {
+		return desc, 0
+	}
+	return desc + fmt.Sprintf(", %d running", c.Running.Load()), c.Recorded()
+}
+
+func (r trainReport) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	e := r.Episodes
+	fmt.Fprintf(tw, "episodes\tadmitted %d\tcompleted %d\tsolved %d\tfailed_infra %d\tcancelled %d\taccounted %v\n",
+		e.Admitted, e.Completed, e.Solved, e.FailedInfra, e.Cancelled, e.Accounted)
+	l := r.Learner
+	fmt.Fprintf(tw, "learner\t%s\t%d updates (%d failed)\tzero-signal groups %.0f%%\tupdate time %.1f s of %.0f s\t\n",
+		r.Backend, l.Updates, l.FailedUpdates, 100*l.ZeroSignalShare, l.UpdateSeconds, r.ElapsedSeconds)
+	for _, ev := range r.Evaluations {
+		fmt.Fprintf(tw, "%s\t%s @%d\tsolved %.1f%% [%.1f, %.1f]\t(%d/%d)\t\t\n", ev.Kind, ev.Policy, ev.AtUpdate,
+			100*ev.Solved.Rate, 100*ev.Solved.Lo, 100*ev.Solved.Hi, ev.Solved.K, ev.Solved.N)
+	}
+	fmt.Fprintf(tw, "run\t%s\t\t\t\t\n", r.RunDir)
+	return tw.Flush()
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/policy"
 )
 
@@ -107,4 +108,25 @@ func decode(s string, n int) ([]float32, error) {
 		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return out, nil
+}
+
+// FromCheckpoint makes a learner on b in the state a checkpoint saved,
+// with the network and config the checkpoint records.
+func FromCheckpoint(b cuda.Backend, data []byte) (*Learner, error) {
+	var c checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("neural: checkpoint does not parse (corrupted?): %w", err)
+	}
+	if c.Format != checkpointFormat {
+		return nil, fmt.Errorf("neural: checkpoint format %q: want %q", c.Format, checkpointFormat)
+	}
+	l, err := NewLearner(b, c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("neural: checkpoint's config: %w", err)
+	}
+	if err := l.Restore(data); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,8 +17,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/baseline"
+	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/store"
 )
@@ -112,12 +115,32 @@ func (o *evalOptions) validate() error {
 	return nil
 }
 
-// evalPolicy is the policy --policy names.
+// evalPolicy is the policy --policy names: a baseline, or a trained
+// policy — a run directory (its last checkpoint) or a checkpoint file —
+// evaluated greedy.
 func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 	if name == "ceiling" {
 		return nil, errors.New(`"ceiling" is measured with --ceiling, not evaluated as a policy`)
 	}
-	return baseline.New(name, seed)
+	if _, err := os.Stat(name); err == nil {
+		ck, file, err := loadCheckpoint(name)
+		if err != nil {
+			return nil, err
+		}
+		l, err := neural.FromCheckpoint(cuda.NewCPU(), ck.Learner)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		defer l.Close()
+		p := *l.Current()
+		p.Greedy = true
+		return &p, nil
+	}
+	p, err := baseline.New(name, seed)
+	if err != nil {
+		return nil, fmt.Errorf("%w, or a run directory or checkpoint of frog train", err)
+	}
+	return p, nil
 }
 
 // evalReport is what `frog eval` prints.

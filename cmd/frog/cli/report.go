@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+func newReportCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "report RUN",
+		Short: "Draw a training run's learning curves (PNG and SVG) and summarize it",
+		Long: `report reads RUN/metrics.jsonl (written by frog train) and draws RUN/report.png
+and RUN/report.svg: the training pass rate, the held-out solve rate with its 95%
+interval as a band and the baselines' held-out rates as lines, the share of GRPO
+groups whose rewards were all equal (no signal), and the throughput (episodes
+and tries per second). It prints a short summary: the first and last held-out
+rates against the baselines.`,
+		Example: `  frog report runs/train-20261201-120000`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := readRun(args[0])
+			if err != nil {
+				return err
+			}
+			files, err := s.draw(args[0])
+			if err != nil {
+				return err
+			}
+			s.Files = files
+			if asJSON {
+				return json.NewEncoder(g.stdout).Encode(s)
+			}
+			return s.print(g.stdout)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	return c
+}
+
+// runSeries is what report reads from metrics.jsonl.
+type runSeries struct {
+	Run       string                  `json:"run"`
+	Updates   int                     `json:"updates"`
+	Train     plotter.XYs             `json:"-"`
+	ZeroShare plotter.XYs             `json:"-"`
+	EpsPerSec plotter.XYs             `json:"-"`
+	TriesSec  plotter.XYs             `json:"-"`
+	Heldout   []metricsEvent          `json:"heldout"`
+	Baselines map[string]metricsEvent `json:"baselines"`
+	Files     []string                `json:"files"`
+}
+
+func readRun(dir string) (*runSeries, error) {
+	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("report: %w (is %s a frog train run?)", err, dir)}
+	}
+	defer f.Close()
+	s := &runSeries{Run: dir, Baselines: map[string]metricsEvent{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e metricsEvent
+		if err := json.Unmarshal(line, &e); err != nil {
+			continue // a torn last line of a killed run
+		}
+		switch e.Kind {
+		case "update":
+			if e.UpdateRecord == nil {
+				continue
+			}
+			x := float64(e.Update)
+			s.Updates = max(s.Updates, int(e.Update))
+			s.Train = append(s.Train, plotter.XY{X: x, Y: e.TrainPassRate})
+			s.ZeroShare = append(s.ZeroShare, plotter.XY{X: x, Y: e.ZeroSignalShare})
+			s.EpsPerSec = append(s.EpsPerSec, plotter.XY{X: x, Y: e.EpisodesPerSecond})
+			s.TriesSec = append(s.TriesSec, plotter.XY{X: x, Y: e.TriesPerSecond})
+		case "eval":
+			if e.Solved != nil {
+				s.Heldout = append(s.Heldout, e)
+			}
+		case "baseline":
+			if e.Solved != nil {
+				s.Baselines[e.Policy] = e
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(s.Train) == 0 && len(s.Heldout) == 0 {
+		return nil, fmt.Errorf("report: %s/metrics.jsonl holds no update and no evaluation", dir)
+	}
+	sort.Slice(s.Heldout, func(i, j int) bool { return s.Heldout[i].AtUpdate < s.Heldout[j].AtUpdate })
+	return s, nil
+}
+
+var palette = []color.Color{
+	color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255},
+	color.RGBA{R: 44, G: 160, B: 44, A: 255}, color.RGBA{R: 148, G: 103, B: 189, A: 255},
+	color.RGBA{R: 255, G: 127, B: 14, A: 255},
+}
+
+func line(p *plot.Plot, xy plotter.XYs, c color.Color, dashed bool, legend string) error {
+	if len(xy) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	p.Add(l)
+	if legend != "" {
+		p.Legend.Add(legend, l)
+	}
+	return nil
+}
+
+func (s *runSeries) plots() ([][]*plot.Plot, error) {
+	mk := func(title, y string) *plot.Plot {
+		p := plot.New()
+		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, "update", y
+		p.Legend.Top = true
+		return p
+	}
+	train := mk("training pass rate", "pass rate (last 200 episodes)")
+	train.Y.Min, train.Y.Max = 0, 1
+	held := mk("held-out solve rate (greedy)", "solved, 95% interval")
+	held.Y.Min, held.Y.Max = 0, 1
+	zero := mk("zero-signal groups", "share of groups")
+	zero.Y.Min, zero.Y.Max = 0, 1
+	tput := mk("throughput", "per second")
+	var errs []error
+	errs = append(errs, line(train, s.Train, palette[0], false, ""))
+	if len(s.Heldout) > 0 {
+		var mid plotter.XYs
+		var band plotter.XYs
+		for _, e := range s.Heldout {
+			mid = append(mid, plotter.XY{X: float64(e.AtUpdate), Y: e.Solved.Rate})
+			band = append(band, plotter.XY{X: float64(e.AtUpdate), Y: e.Solved.Hi})
+		}
+		for i := len(s.Heldout) - 1; i >= 0; i-- {
+			e := s.Heldout[i]
+			band = append(band, plotter.XY{X: float64(e.AtUpdate), Y: e.Solved.Lo})
+		}
+		if poly, err := plotter.NewPolygon(band); err == nil {
+			poly.Color = color.NRGBA{R: 31, G: 119, B: 180, A: 60}
+			poly.LineStyle.Width = 0
+			held.Add(poly)
+		}
+		errs = append(errs, line(held, mid, palette[0], false, "neural"))
+		x0, x1 := 0.0, float64(max(s.Updates, int(s.Heldout[len(s.Heldout)-1].AtUpdate), 1))
+		names := make([]string, 0, len(s.Baselines))
+		for n := range s.Baselines {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for i, n := range names {
+			r := s.Baselines[n].Solved.Rate
+			errs = append(errs, line(held, plotter.XYs{{X: x0, Y: r}, {X: x1, Y: r}}, palette[(i+1)%len(palette)], true, n))
+		}
+	}
+	errs = append(errs, line(zero, s.ZeroShare, palette[1], false, ""))
+	errs = append(errs, line(tput, s.EpsPerSec, palette[2], false, "episodes/s"), line(tput, s.TriesSec, palette[3], false, "tries/s"))
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return [][]*plot.Plot{{train, held}, {zero, tput}}, nil
+}
+
+// draw writes report.png and report.svg into dir.
+func (s *runSeries) draw(dir string) ([]string, error) {
+	ps, err := s.plots()
+	if err != nil {
+		return nil, err
+	}
+	w, h := 28*vg.Centimeter, 20*vg.Centimeter
+	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	render := func(c draw.Canvas) {
+		cs := plot.Align(ps, tiles, c)
+		for j := range ps {
+			for i := range ps[j] {
+				ps[j][i].Draw(cs[j][i])
+			}
+		}
+	}
+	img := vgimg.New(w, h)
+	render(draw.New(img))
+	svg := vgsvg.New(w, h)
+	render(draw.New(svg))
+	var files []string
+	for name, wt := range map[string]io.WriterTo{"report.png": vgimg.PngCanvas{Canvas: img}, "report.svg": svg} {
+		var buf bytes.Buffer
+		if _, err := wt.WriteTo(&buf); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		path := filepath.Join(dir, name)
+		if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+			return nil, err
+		}
+		files = append(files, path)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+func (s *runSeries) print(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\t%d updates\t\n", s.Run, s.Updates)
+	if n := len(s.Train); n > 0 {
+		fmt.Fprintf(tw, "training pass rate\t%.1f%% at update %.0f\t%.1f%% at update %.0f\t\n", 100*s.Train[0].Y, s.Train[0].X, 100*s.Train[n-1].Y, s.Train[n-1].X)
+	}
+	if n := len(s.Heldout); n > 0 {
+		a, b := s.Heldout[0], s.Heldout[n-1]
+		fmt.Fprintf(tw, "held-out solve rate\t%.1f%% [%.1f, %.1f] at update %d\t%.1f%% [%.1f, %.1f] at update %d\t\n",
+			100*a.Solved.Rate, 100*a.Solved.Lo, 100*a.Solved.Hi, a.AtUpdate, 100*b.Solved.Rate, 100*b.Solved.Lo, 100*b.Solved.Hi, b.AtUpdate)
+	}
+	names := make([]string, 0, len(s.Baselines))
+	for n := range s.Baselines {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := s.Baselines[n].Solved
+		fmt.Fprintf(tw, "baseline %s\t%.1f%% [%.1f, %.1f]\t(%d/%d)\t\n", n, 100*r.Rate, 100*r.Lo, 100*r.Hi, r.K, r.N)
+	}
+	for _, f := range s.Files {
+		fmt.Fprintf(tw, "wrote\t%s\t\t\n", f)
+	}
+	return tw.Flush()
+}

@@ -25,6 +25,7 @@
 #                  every goroutine's stack and the report goes on
 #   BENCH_TIMEOUT  -test.timeout of the benchmarks (default 240s)
 #   CUDA_TEST      the test binary (default bin/cuda.test)
+#   NEURAL_TEST    the neural policy's test binary (default bin/neural.test)
 #   GPUCHECK_LOG   the test log (default bin/gpu-check.log; .libs and .bench beside it)
 #   GPUCHECK_GPU   yes or no: whether this machine has an NVIDIA GPU (default: look)
 # The defaults keep a run under the GPU machine's 10 minutes per command.
@@ -32,7 +33,8 @@ set -uo pipefail # not -e: run must report everything, then exit with the verdic
 cd "$(dirname "$0")/.." || exit 2
 
 build() {
-	mkdir -p bin && go test -c -o bin/cuda.test ./cuda && echo "built bin/cuda.test"
+	mkdir -p bin && go test -c -o bin/cuda.test ./cuda && echo "built bin/cuda.test" &&
+		go test -c -o bin/neural.test ./policy/neural && echo "built bin/neural.test"
 }
 
 # have_gpu says whether an NVIDIA device is visible: a device node, or a GPU
@@ -120,6 +122,21 @@ run() {
 	if ((brc != 0)); then
 		rc=1
 		why+=("the benchmarks exited $brc")
+	fi
+
+	echo
+	echo "== neural update (policy/neural: the real network's GRPO update on each backend against the CPU's, and its time)"
+	local nbin=${NEURAL_TEST:-bin/neural.test} nrc
+	if [[ -x $nbin ]]; then
+		"$nbin" -test.run '^TestUpdateAgreesAcrossBackends$' -test.v -test.count=1 -test.timeout 120s \
+			-test.bench '^BenchmarkUpdate$' -test.benchtime "${BENCHTIME:-3x}" 2>&1 | verbose | tee "$log.neural"
+		nrc=${PIPESTATUS[0]}
+		if ((nrc != 0)); then
+			rc=1
+			why+=("the neural update check exited $nrc")
+		fi
+	else
+		echo "$nbin missing: built by '$0 build'"
 	fi
 
 	echo

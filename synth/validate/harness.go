@@ -1043,6 +1043,12 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	if err != nil {
 		return err
 	}
+	// The run with the bug is what every episode's first run_tests and an
+	// unchanged workspace's verdict would find: remember both.
+	if bad.built {
+		h.cache.put(key("run", t.ID, "", strings.Join(t.Tests(), ",")), report(bad, t.Dir()))
+		h.cache.put(key("verdict", t.ID, ""), len(notPassed(t.Tests(), bad)) == 0 && !bad.timedOut)
+	}
 	var problems []string
 	switch {
 	case !bad.built:

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,6 +34,7 @@ type evalOptions struct {
 	Tries       int            `json:"tries"`
 	Samples     int            `json:"samples"`
 	Limit       int            `json:"limit"`
+	Sample      int            `json:"sample"`
 	Ceiling     bool           `json:"ceiling"`
 	Seed        uint64         `json:"seed"`
 	Concurrency int            `json:"concurrency"`
@@ -77,6 +80,7 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 	f.IntVar(&o.Tries, "tries", 10, "most candidates an episode may try")
 	f.IntVar(&o.Samples, "samples", 1, "episodes per task")
 	f.IntVar(&o.Limit, "limit", 0, "evaluate only the first N tasks of the store (0: all)")
+	f.IntVar(&o.Sample, "sample", 0, "evaluate a seeded random sample of N tasks of the store (the same for every run; 0: all)")
 	f.BoolVar(&o.Ceiling, "ceiling", true, "also measure the candidate-space ceiling on the same tasks")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws")
 	f.IntVar(&o.Concurrency, "concurrency", 2*runtime.NumCPU(), "episodes running at once")
@@ -98,8 +102,8 @@ func (o *evalOptions) validate() error {
 		return usagef("--samples %d: want >= 1", o.Samples)
 	case o.Concurrency < 1:
 		return usagef("--concurrency %d: want >= 1", o.Concurrency)
-	case o.Limit < 0:
-		return usagef("--limit %d: want >= 0", o.Limit)
+	case o.Limit < 0 || o.Sample < 0:
+		return usagef("--limit and --sample: want >= 0")
 	}
 	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
 		return err
@@ -164,6 +168,9 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	}
 	if o.Limit > 0 && o.Limit < len(recs) {
 		recs = recs[:o.Limit]
+	}
+	if o.Sample > 0 && o.Sample < len(recs) {
+		recs = sampleTasks(recs, o.Sample)
 	}
 	run := "eval-" + time.Now().UTC().Format("20060102-150405")
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: run, Concurrency: o.Concurrency}, log)
@@ -297,4 +304,22 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 			t.Harness.Executions, t.Harness.Builds, t.Harness.RealTries, 100*t.Harness.HitRate)
 	}
 	return tw.Flush()
+}
+
+// sampleTasks is a seeded random sample of n records, in store order: the
+// same sample of a store for every run (frog train's held-out set too).
+func sampleTasks(recs []synth.TaskRecord, n int) []synth.TaskRecord {
+	idx := make([]int, len(recs))
+	for i := range idx {
+		idx[i] = i
+	}
+	rng := rand.New(rand.NewPCG(0x68656c64, 0))
+	rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+	idx = idx[:n]
+	slices.Sort(idx)
+	out := make([]synth.TaskRecord, n)
+	for i, j := range idx {
+		out[i] = recs[j]
+	}
+	return out
 }

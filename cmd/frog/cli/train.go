@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,6 +56,9 @@ type trainOptions struct {
 func newTrainCmd(g *globals) *cobra.Command {
 	o := &trainOptions{Run: actors.DefaultConfig(), Learner: neural.DefaultConfig()}
 	o.Run.Episodes, o.Run.GroupSize, o.Run.GroupsPerUpdate, o.Run.MaxTries = 1600, 8, 4, 10
+	// Real tasks cost seconds each to check and lay out: ask for a few at a
+	// time, not a pool of 64.
+	o.Run.TaskRefill = 2
 	c := &cobra.Command{
 		Use:   "train",
 		Short: "Train the neural repair policy by GRPO on real tasks (single node)",
@@ -395,10 +397,8 @@ func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskEnv, log zerol
 	if err != nil {
 		return nil, &UsageError{Err: fmt.Errorf("--heldout %s: %w", o.Heldout, err)}
 	}
-	rng := rand.New(rand.NewPCG(0x68656c64, 0)) // one sample for every run
-	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 	if o.HeldoutN > 0 && o.HeldoutN < len(recs) {
-		recs = recs[:o.HeldoutN]
+		recs = sampleTasks(recs, o.HeldoutN) // one sample for every run
 	}
 	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Run.Concurrency, log)
 	if err != nil {

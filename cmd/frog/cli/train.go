@@ -42,6 +42,7 @@ type trainOptions struct {
 	SynthWorkers   int      `json:"synth_workers"`
 	Heldout        string   `json:"heldout,omitempty"`
 	HeldoutN       int      `json:"heldout_n"`
+	EvalTries      int      `json:"eval_tries"`
 	EvalEvery      int      `json:"eval_every"`
 	Baselines      []string `json:"baselines,omitempty"`
 	TargetPassRate float64  `json:"target_pass_rate"`
@@ -55,7 +56,7 @@ type trainOptions struct {
 
 func newTrainCmd(g *globals) *cobra.Command {
 	o := &trainOptions{Run: actors.DefaultConfig(), Learner: neural.DefaultConfig()}
-	o.Run.Episodes, o.Run.GroupSize, o.Run.GroupsPerUpdate, o.Run.MaxTries = 1600, 8, 4, 10
+	o.Run.Episodes, o.Run.GroupSize, o.Run.GroupsPerUpdate, o.Run.MaxTries = 1600, 8, 4, 5
 	// Real tasks cost seconds each to check and lay out: ask for a few at a
 	// time, not a pool of 64.
 	o.Run.TaskRefill = 2
@@ -98,7 +99,8 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.IntVar(&o.Run.GroupSize, "group-size", o.Run.GroupSize, "GRPO group size G: rollouts per task (>= 2)")
 	f.IntVar(&o.Run.GroupsPerUpdate, "groups-per-update", o.Run.GroupsPerUpdate, "groups per learner update")
 	f.IntVar(&o.Run.MaxStaleness, "max-staleness", o.Run.MaxStaleness, "most policy versions an action may lag the learner")
-	f.IntVar(&o.Run.MaxTries, "tries", o.Run.MaxTries, "most candidates an episode may try")
+	f.IntVar(&o.Run.MaxTries, "tries", o.Run.MaxTries, "most candidates a training episode may try: a budget tight enough that the order of tries matters, or every group passes or fails alike and teaches nothing")
+	f.IntVar(&o.EvalTries, "eval-tries", 10, "most candidates a held-out episode may try (the baselines' budget too)")
 	f.IntVar(&o.Run.MaxSteps, "max-steps", 0, "most actions per episode (0: --tries + 12)")
 	f.IntVar(&o.Run.CheckpointEvery, "checkpoint-every", 10, "save a checkpoint every this many updates (and at the end)")
 	f.IntVar(&o.Run.MaxUpdateFailures, "max-update-failures", o.Run.MaxUpdateFailures, "end the run after this many failed updates in a row (0: never)")
@@ -161,6 +163,8 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	switch {
 	case o.Device != "auto" && o.Device != "cpu" && o.Device != "cuda":
 		return usagef("--device %q: want auto, cpu or cuda", o.Device)
+	case o.EvalTries < 1:
+		return usagef("--eval-tries %d: want >= 1", o.EvalTries)
 	case o.HeldoutN < 0 || o.EvalEvery < 0:
 		return usagef("--heldout-n and --eval-every: want >= 0")
 	case !(o.TargetPassRate > 0 && o.TargetPassRate < 1):
@@ -519,7 +523,7 @@ func (t *trainer) baselines(ctx context.Context) {
 
 func (t *trainer) record(ctx context.Context, kind, name string, update int64, p policy.Policy) {
 	cfg := actors.DefaultConfig()
-	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.Run.MaxTries, t.o.Run.MaxSteps
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, t.o.EvalTries+12
 	t0 := time.Now()
 	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
 		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})

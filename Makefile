@@ -8,6 +8,9 @@ GOFLAGS ?=
 
 GREMLINS_VERSION := v0.6.0
 TASKS            ?= runs/tasks.jsonl
+TRAIN_TASKS      ?= runs/train-tasks.jsonl
+TRAIN_N          ?= 120
+TRAIN_FLAGS      ?= --episodes 1600 --heldout-n 40 --eval-every 5
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,11 +48,14 @@ check: ## gofmt, go vet, and builds with cgo on and off
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=1 $(GO) build ./...
 
-run: deps build ## the main job on the built-in defaults: synthesize tasks (once) from the pinned modules, then a rollout simulation on them
-	@mkdir -p $(dir $(TASKS))
-	@if [ -s $(TASKS) ]; then echo "make run: reusing $(TASKS) (delete it to synthesize again)"; \
-	else ./$(BIN) synth --n 200 --out $(TASKS); fi
-	./$(BIN) sim --tasks $(TASKS)
+run: deps build ## the main job: train the neural repair policy by GRPO on tasks synthesized (once) from the pinned modules, evaluated on tasks/heldout.jsonl; then the report
+	@mkdir -p runs
+	@if [ -s $(TRAIN_TASKS) ]; then echo "make run: reusing $(TRAIN_TASKS) (delete it to synthesize again)"; \
+	else ./$(BIN) synth --n $(TRAIN_N) --out $(TRAIN_TASKS); fi
+	@name=train-$$(date -u +%Y%m%d-%H%M%S); \
+	./$(BIN) train --tasks $(TRAIN_TASKS) --name $$name $(TRAIN_FLAGS) && \
+	./$(BIN) report runs/$$name && \
+	echo "make run: the run is in runs/$$name (report.png, report.svg, metrics.jsonl, checkpoints/)"
 
 synth: build ## synthesize 1,500 validated tasks from the pinned modules into $(TASKS)
 	@mkdir -p $(dir $(TASKS))

@@ -527,24 +527,40 @@ func (s *Sandbox) rel(name string) (string, error) {
 
 // ReadFile reads a workspace file. Errors of the file system (a missing
 // file, a refused path) are the agent's, not faults.
-func (s *Sandbox) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	p, err := s.rel(name)
-	if err != nil {
-		return nil, err
-	}
-	s.ops.Lock()
-	defer s.ops.Unlock()
-	if s.isClosed() {
-		return nil, env.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return s.root.ReadFile(p)
+func (s *Sandbox) ReadFile(ctx context.Context, name string) (data []byte, err error) {
+	err = s.fileOp(ctx, name, func(p string) (err error) {
+		data, err = s.root.ReadFile(p)
+		return err
+	})
+	return data, err
 }
 
 // WriteFile replaces or creates a workspace file and its directories.
 func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error {
+	return s.fileOp(ctx, name, func(p string) error {
+		if d := path.Dir(p); d != "." {
+			if err := s.root.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		// Replace rather than write in place: the file may be a hard link
+		// to a task's template.
+		if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return s.root.WriteFile(p, data, 0o644)
+	})
+}
+
+// Remove deletes a file of the workspace (env.Remover).
+func (s *Sandbox) Remove(ctx context.Context, name string) error {
+	return s.fileOp(ctx, name, func(p string) error { return s.root.Remove(p) })
+}
+
+// fileOp runs f on the workspace path of name, serialized with the
+// sandbox's other calls, unless the name leaves the workspace, the sandbox
+// is closed or ctx is done.
+func (s *Sandbox) fileOp(ctx context.Context, name string, f func(p string) error) error {
 	p, err := s.rel(name)
 	if err != nil {
 		return err
@@ -557,39 +573,12 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d := path.Dir(p); d != "." {
-		if err := s.root.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	// Replace rather than write in place: the file may be a hard link to
-	// a task's template.
-	if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return s.root.WriteFile(p, data, 0o644)
+	return f(p)
 }
 
 // HostPath: commands of a process sandbox see this machine's files where
 // they are (env.HostPaths).
 func (s *Sandbox) HostPath(p string) (string, bool) { return p, filepath.IsAbs(p) }
-
-// Remove deletes a file of the workspace (env.Remover).
-func (s *Sandbox) Remove(ctx context.Context, name string) error {
-	p, err := s.rel(name)
-	if err != nil {
-		return err
-	}
-	s.ops.Lock()
-	defer s.ops.Unlock()
-	if s.isClosed() {
-		return env.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.root.Remove(p)
-}
 
 // Close kills a running command and removes the sandbox's directory. It is
 // idempotent.

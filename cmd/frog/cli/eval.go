@@ -8,8 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -150,11 +150,11 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 // evalReport is what `frog eval` prints.
 type evalReport struct {
 	Policies    []actors.EvalReport `json:"policies"`
-	Ceiling     *actors.EvalReport `json:"ceiling,omitempty"`
-	Quarantined []string           `json:"quarantined"`
-	Tasks       *taskReport        `json:"tasks"`
-	Config      evalOptions        `json:"config"`
-	Version     string             `json:"frog_version"`
+	Ceiling     *actors.EvalReport  `json:"ceiling,omitempty"`
+	Quarantined []string            `json:"quarantined"`
+	Tasks       *taskReport         `json:"tasks"`
+	Config      evalOptions         `json:"config"`
+	Version     string              `json:"frog_version"`
 }
 
 func runEval(ctx context.Context, g *globals, o *evalOptions) error {

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,4 +120,25 @@ func writeJSONAtomic(path string, v any) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// finish ends a command that ran a run: it writes the summary into the run
+// directory (when there is one), prints it, and returns the run's error, or
+// ErrInterrupted when a signal cut the run short.
+func finish(w io.Writer, dir *runDir, rep interface{ print(io.Writer, bool) error }, asJSON, interrupted bool, runErr error) error {
+	if dir != nil {
+		if err := dir.writeSummary(rep); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	if err := rep.print(w, asJSON); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if interrupted {
+		return ErrInterrupted
+	}
+	return nil
 }

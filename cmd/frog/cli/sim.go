@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -263,21 +262,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	// The run's name is a label (config.json keeps it); leaving it out of the
 	// summary lets two runs of one seed compare equal.
 	rep.Config.Name, rep.Config.Run.Run = "", ""
-	if dir != nil {
-		if err := dir.writeSummary(rep); err != nil {
-			runErr = errors.Join(runErr, err)
-		}
-	}
-	if err := rep.print(g.stdout, o.JSON); err != nil {
-		return err
-	}
-	if runErr != nil {
-		return runErr
-	}
-	if rep.Interrupted {
-		return ErrInterrupted
-	}
-	return nil
+	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
 
 func (r simReport) configRecord() any {

@@ -305,19 +305,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command
 	}
 	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.report(),
 		RunDir: dir.path, Interrupted: ctx.Err() != nil, Version: version()}
-	if err := dir.writeSummary(rep); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	if err := rep.print(g.stdout, o.JSON); err != nil {
-		return err
-	}
-	if runErr != nil {
-		return runErr
-	}
-	if rep.Interrupted {
-		return ErrInterrupted
-	}
-	return nil
+	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
 
 // openRunDir makes the run's directory, or reopens a resumed one and puts

@@ -154,11 +154,11 @@ func (l *Learner) Close() error {
 
 // batch is one update's decisions, flattened.
 type batch struct {
-	x      []float32 // options' features, rows of F
-	off    []int32   // decision d's options are rows [off[d], off[d+1])
-	chosen []int32   // global row of each decision's choice
-	adv    []float32 // the advantage of each decision's trajectory
-	old    []float64 // the behaviour policy's log-probability of the choice
+	x                   []float32 // options' features, rows of F
+	off                 []int32   // decision d's options are rows [off[d], off[d+1])
+	chosen              []int32   // global row of each decision's choice
+	adv                 []float32 // the advantage of each decision's trajectory
+	old                 []float64 // the behaviour policy's log-probability of the choice
 	groups, zero, trajs int
 }
 

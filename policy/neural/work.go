@@ -10,11 +10,11 @@ import (
 
 // work holds one update's buffers on the backend: N options, D decisions.
 type work struct {
-	l    *Learner
-	N, D int
+	l                                                *Learner
+	N, D                                             int
 	x, h1, h2, s, lp, p, dlp, ds, dyH, dsH, dh2, dh1 cuda.Buffer
-	lpc, coef, hsum, gn                            cuda.Buffer
-	off, chosen                                    cuda.Buffer
+	lpc, coef, hsum, gn                              cuda.Buffer
+	off, chosen                                      cuda.Buffer
 	// views of the parameters and gradients
 	w1, b1, w2, b2, w3, wl       cuda.Buffer
 	gw1, gb1, gw2, gb2, gw3, gwl cuda.Buffer

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,12 +12,41 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/frognano/frog/actors"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"frog": func() { os.Exit(Main()) },
+		// ckpt-loop DIR saves ever larger checkpoints into DIR until killed;
+		// ckpt-load DIR loads the latest and prints its version.
+		"ckpt-loop": func() {
+			c := &checkpointDir{dir: os.Args[1], keep: 3}
+			for v := int64(1); ; v++ {
+				blob := bytes.Repeat([]byte{byte(v)}, 1<<20+int(v%7)*4096)
+				if err := c.Save(actors.Checkpoint{Version: v, Updates: v, Learner: blob}); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
+			}
+		},
+		"ckpt-load": func() {
+			ck, file, err := loadCheckpoint(os.Args[1])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			for _, b := range ck.Learner {
+				if b != byte(ck.Version) {
+					fmt.Fprintf(os.Stderr, "%s: checkpoint %d holds bytes of another\n", file, ck.Version)
+					os.Exit(1)
+				}
+			}
+			fmt.Printf("version %d whole\n", ck.Version)
+			os.Exit(0)
+		},
 	})
 }
 

@@ -108,7 +108,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			}
 			if r.Kind == Completed {
 				curMu.Lock()
-				deps.Curriculum.Observe(r.Task.Difficulty, r.Trajectory.Reward)
+				deps.Curriculum.Observe(r.Task, r.Trajectory.Reward)
 				curMu.Unlock()
 			}
 			gateMu.Lock()
@@ -129,7 +129,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		}
 		gateMu.Unlock()
 		curMu.Lock()
-		d := deps.Curriculum.Difficulty()
+		d := deps.Curriculum.Request().Difficulty
 		curMu.Unlock()
 		tasks, err := deps.Source.Tasks(ctx, 1, d)
 		if err == nil && len(tasks) == 0 {

@@ -8,32 +8,52 @@ import (
 	"github.com/frognano/frog/synth"
 )
 
-// curriculum serves tasks to the scheduler from a pool that it refills from
-// the synthesizer at the difficulty its synth.Curriculum asks for, and feeds
-// the curriculum the outcomes of completed episodes. At most one request to
-// the synthesizer is in flight, and the pool is refilled only when a request
-// of the scheduler cannot be served from it: the tasks served then depend
-// only on the order of the scheduler's messages, which keeps seeded runs
-// reproducible.
+// CurriculumRecord is a metrics.jsonl line of the curriculum: its state
+// when the policy reached Version.
+type CurriculumRecord struct {
+	Kind    string `json:"kind"` // "curriculum"
+	Version int64  `json:"version"`
+	synth.CurriculumStats
+}
+
+// curriculum serves the scheduler's requests for tasks as its
+// synth.Curriculum plans them: tasks served before, replayed, and fresh
+// tasks from a pool that it refills from the synthesizer with what the
+// curriculum asks for. It feeds the curriculum the outcomes of completed
+// episodes and the policy versions they report. At most one request to the
+// synthesizer is in flight, and the pool is refilled only when a plan
+// cannot be served from it: the tasks served then depend only on the order
+// of the scheduler's messages, which keeps seeded runs reproducible.
 type curriculum struct {
-	cur    synth.Curriculum
-	synth  *actor.PID
-	refill int
-	log    zerolog.Logger
+	cur      synth.Curriculum
+	synth    *actor.PID
+	refill   int
+	log      zerolog.Logger
+	onRecord func(CurriculumRecord)
 
 	pool        []*env.Task
-	waiting     []*NextTasks
+	waiting     []*waitingPlan
 	outstanding bool
+	lastReq     synth.Request
 	failures    int
+	version     int64
+	records     int64
+}
+
+// waitingPlan is a request of the scheduler and, once made, its plan.
+type waitingPlan struct {
+	req  *NextTasks
+	plan *synth.Plan
 }
 
 func (c *curriculum) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *NextTasks:
-		c.waiting = append(c.waiting, m)
+		c.waiting = append(c.waiting, &waitingPlan{req: m})
 		c.serve(ctx)
 	case *SynthTasks:
 		c.outstanding = false
+		c.cur.Synthesized(c.lastReq, m.Tasks)
 		if m.Err != nil {
 			c.failures++
 			c.log.Error().Err(m.Err).Int("tasks", len(m.Tasks)).Msg("synthesizer failed")
@@ -45,15 +65,24 @@ func (c *curriculum) Receive(ctx actor.Context) {
 			// Give the scheduler what there is rather than spin on a broken
 			// source; it stops asking once its budget cannot be met.
 			for _, w := range c.waiting {
-				ctx.Send(w.ReplyTo, &Tasks{})
+				var replay []*env.Task
+				if w.plan != nil {
+					replay = w.plan.Replay
+				}
+				ctx.Send(w.req.ReplyTo, &Tasks{Tasks: replay})
 			}
 			c.waiting = nil
 			return
 		}
 		c.serve(ctx)
 	case *Outcome:
+		if m.Version > c.version {
+			c.cur.Advance(m.Version)
+			c.version = m.Version
+			c.record()
+		}
 		if m.Kind == Completed && m.Task != nil {
-			c.cur.Observe(m.Task.Difficulty, m.Reward)
+			c.cur.Observe(m.Task, m.Reward)
 		}
 	case *GetStats:
 		st := c.cur.Stats()
@@ -61,21 +90,52 @@ func (c *curriculum) Receive(ctx actor.Context) {
 	}
 }
 
+// record writes the curriculum's state to the metrics hook; the per-bin
+// table only every tenth record, to keep the lines short.
+func (c *curriculum) record() {
+	if c.onRecord == nil {
+		return
+	}
+	st := c.cur.Stats()
+	st.Bins = nil
+	if st.Frontier != nil && c.records%10 != 0 {
+		f := *st.Frontier
+		f.Bins = nil
+		st.Frontier = &f
+	}
+	c.records++
+	c.onRecord(CurriculumRecord{Kind: "curriculum", Version: c.version, CurriculumStats: st})
+}
+
 func (c *curriculum) serve(ctx actor.Context) {
-	for len(c.waiting) > 0 && len(c.pool) >= c.waiting[0].N {
+	for len(c.waiting) > 0 {
 		w := c.waiting[0]
+		if w.plan == nil {
+			p := c.cur.Plan(w.req.N)
+			w.plan = &p
+		}
+		if len(c.pool) < w.plan.Fresh {
+			break
+		}
 		c.waiting = c.waiting[1:]
-		out := make([]*env.Task, w.N)
-		copy(out, c.pool)
-		c.pool = c.pool[w.N:]
-		ctx.Send(w.ReplyTo, &Tasks{Tasks: out})
+		fresh := make([]*env.Task, w.plan.Fresh)
+		copy(fresh, c.pool)
+		c.pool = c.pool[w.plan.Fresh:]
+		c.cur.Admit(fresh)
+		out := append(append(make([]*env.Task, 0, w.req.N), w.plan.Replay...), fresh...)
+		ctx.Send(w.req.ReplyTo, &Tasks{Tasks: out})
 	}
 	if len(c.waiting) > 0 && !c.outstanding {
 		need := -len(c.pool)
 		for _, w := range c.waiting {
-			need += w.N
+			if w.plan != nil {
+				need += w.plan.Fresh
+			} else {
+				need += w.req.N
+			}
 		}
 		c.outstanding = true
-		ctx.Send(c.synth, &SynthRequest{K: max(need, c.refill), Difficulty: c.cur.Difficulty(), ReplyTo: ctx.Self()})
+		c.lastReq = c.cur.Request()
+		ctx.Send(c.synth, &SynthRequest{K: max(need, c.refill), Difficulty: c.lastReq.Difficulty, Knobs: c.lastReq.Knobs, ReplyTo: ctx.Self()})
 	}
 }

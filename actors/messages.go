@@ -5,6 +5,7 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/synth"
 )
 
 // OutcomeKind is how an admitted episode ended.
@@ -43,11 +44,13 @@ type Tasks struct {
 	Tasks []*env.Task
 }
 
-// SynthRequest asks the synthesizer for K tasks near Difficulty (curriculum →
-// synth); the answer is a *SynthTasks sent to ReplyTo.
+// SynthRequest asks the synthesizer for K tasks near Difficulty, or, when
+// Knobs is set and the source is a synth.Steerable, for K tasks matching
+// Knobs (curriculum → synth); the answer is a *SynthTasks sent to ReplyTo.
 type SynthRequest struct {
 	K          int
 	Difficulty float64
+	Knobs      *synth.Knobs
 	ReplyTo    *actor.PID
 }
 

@@ -6,17 +6,23 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
 )
 
 // SynthStats is the synthesizer's part of a summary.
 type SynthStats struct {
 	Requests int64 `json:"requests"`
-	Tasks    int64 `json:"tasks"`
-	Errors   int64 `json:"errors"`
+	// Steered are the requests answered by a steerable source's TasksFor.
+	Steered int64 `json:"steered"`
+	Tasks   int64 `json:"tasks"`
+	Errors  int64 `json:"errors"`
+	// Yield is the tasks made per bin (synth.Knobs key).
+	Yield map[string]int64 `json:"yield,omitempty"`
 }
 
-// synthesizer answers "k tasks at difficulty d" from a synth.Source. Each
+// synthesizer answers "k tasks at difficulty d" (or "k tasks of this bin",
+// from a synth.Steerable source) from a synth.Source. Each
 // request runs in a worker goroutine (real sources validate tasks in
 // sandboxes for minutes), at most maxInflight at once; the rest wait in
 // order.
@@ -55,6 +61,12 @@ func (s *synthesizer) Receive(ctx actor.Context) {
 	case *synthFinished:
 		s.inflight--
 		s.st.Tasks += int64(len(m.res.Tasks))
+		for i := range m.res.Tasks {
+			if s.st.Yield == nil {
+				s.st.Yield = make(map[string]int64)
+			}
+			s.st.Yield[synth.BinOf(&m.res.Tasks[i]).Key()]++
+		}
 		if m.res.Err != nil {
 			s.st.Errors++
 		}
@@ -66,6 +78,10 @@ func (s *synthesizer) Receive(ctx actor.Context) {
 		}
 	case *GetStats:
 		st := s.st
+		st.Yield = make(map[string]int64, len(s.st.Yield))
+		for k, v := range s.st.Yield {
+			st.Yield[k] = v
+		}
 		ctx.Respond(&st)
 	case *actor.Stopping:
 		if s.cancel != nil {
@@ -77,10 +93,20 @@ func (s *synthesizer) Receive(ctx actor.Context) {
 func (s *synthesizer) launch(ctx actor.Context, m *SynthRequest) {
 	s.inflight++
 	self, root, src, sctx := ctx.Self(), s.root, s.src, s.ctx
+	steer, ok := src.(synth.Steerable)
+	if ok = ok && m.Knobs != nil; ok {
+		s.st.Steered++
+	}
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
-		tasks, err := src.Tasks(sctx, m.K, m.Difficulty)
+		var tasks []env.Task
+		var err error
+		if ok {
+			tasks, err = steer.TasksFor(sctx, m.K, *m.Knobs)
+		} else {
+			tasks, err = src.Tasks(sctx, m.K, m.Difficulty)
+		}
 		root.Send(self, &synthFinished{req: m, res: &SynthTasks{Tasks: tasks, Err: err}})
 	}()
 }

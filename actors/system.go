@@ -158,6 +158,10 @@ type Deps struct {
 	// OnUpdate, when set, is called from the learner actor after every
 	// update (to write metrics.jsonl); it must not block for long.
 	OnUpdate func(UpdateRecord)
+	// OnCurriculum, when set, is called from the curriculum actor with its
+	// state each time the policy version it hears of advances (to write
+	// metrics.jsonl); it must not block for long.
+	OnCurriculum func(CurriculumRecord)
 	// OnEpisode, when set, is called from the learner actor with every
 	// episode's result as it is filed (to export trajectories, to evaluate);
 	// it must not block for long, and must not keep the result's pointers
@@ -252,7 +256,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		return &synthesizer{src: deps.Source, maxInflight: cfg.SynthWorkers, root: root, runners: &runners}
 	}), "synth")
 	curPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &curriculum{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log}
+		return &curriculum{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum}
 	}), "curriculum")
 	serverPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &policyServer{pol: deps.Learner.Policy(), maxBatch: cfg.MaxBatch, maxWait: cfg.MaxWait,

@@ -20,6 +20,10 @@ type Task struct {
 	// Difficulty is a scalar estimate on frog's difficulty scale: the skill
 	// at which a policy solves the task half of the time.
 	Difficulty float64 `json:"difficulty"`
+	// Bin is the difficulty bin the synthesizer made the task in
+	// ("family/k/locality/module", see synth.Knobs), when it says; curricula
+	// pool what they learn of tasks by bin.
+	Bin string `json:"bin,omitempty"`
 	// File is the path of the file the bug is in, when known.
 	File string `json:"file,omitempty"`
 	// Patch is the gold fix.

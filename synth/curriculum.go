@@ -1,23 +1,66 @@
 package synth
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/frognano/frog/env"
 )
 
-// Curriculum decides the difficulty of the tasks to ask for next, from the
-// outcomes of the tasks served so far. It is called from one goroutine (the
-// curriculum actor's) and never blocks.
+// Curriculum decides which tasks the scheduler's groups play: tasks served
+// before (replayed) or fresh ones from the synthesizer, and what to ask the
+// synthesizer for. It sees tasks and their outcomes, never a bare
+// difficulty number. It is called from one goroutine (the curriculum
+// actor's) and never blocks.
 type Curriculum interface {
-	// Difficulty is the difficulty to ask the synthesizer for now.
-	Difficulty() float64
-	// Observe records the reward of one completed episode on a task of the
-	// given difficulty. Infrastructure failures are never observed.
-	Observe(difficulty, reward float64)
-	// Stats reports what the curriculum saw, with the pass rate per bin.
+	// Plan answers a request for n tasks: which tasks served before to play
+	// again, and how many fresh tasks to take from the synthesizer (n minus
+	// the replayed ones).
+	Plan(n int) Plan
+	// Admit tells the curriculum of fresh tasks about to be served.
+	Admit(tasks []*env.Task)
+	// Request is what to ask the synthesizer for next.
+	Request() Request
+	// Synthesized reports what the synthesizer made for a request.
+	Synthesized(req Request, tasks []env.Task)
+	// Observe records the reward of one completed episode of task t.
+	// Infrastructure failures are never observed.
+	Observe(t *env.Task, reward float64)
+	// Advance tells the curriculum that the policy is now at version.
+	Advance(version int64)
+	// Stats reports what the curriculum saw.
 	Stats() CurriculumStats
 }
+
+// Plan is a curriculum's answer to a request for tasks.
+type Plan struct {
+	Replay []*env.Task
+	Fresh  int
+}
+
+// Request is what a curriculum asks the synthesizer for: tasks near
+// Difficulty, or, from a Steerable source, tasks that match Knobs.
+type Request struct {
+	Difficulty float64 `json:"difficulty"`
+	Knobs      *Knobs  `json:"knobs,omitempty"`
+}
+
+// Steerable is a Source that can be asked for tasks of a bin (found by type
+// assertion). TasksFor is called as Source.Tasks is; an empty field of k
+// means any.
+type Steerable interface {
+	TasksFor(ctx context.Context, n int, k Knobs) ([]env.Task, error)
+}
+
+// fresh is the part of a curriculum that only ever serves fresh tasks.
+type fresh struct{}
+
+func (fresh) Plan(n int) Plan                 { return Plan{Fresh: n} }
+func (fresh) Admit([]*env.Task)               {}
+func (fresh) Synthesized(Request, []env.Task) {}
+func (fresh) Advance(int64)                   {}
 
 // CurriculumStats summarizes what a curriculum saw.
 type CurriculumStats struct {
@@ -29,6 +72,9 @@ type CurriculumStats struct {
 	Observed int64   `json:"observed"`
 	PassRate float64 `json:"pass_rate"`
 	Bins     []Bin   `json:"bins"`
+	// Frontier is the state of a replay curriculum (frontier, uniform,
+	// easy, hard, offline, frontier-no-synth).
+	Frontier *FrontierStats `json:"frontier,omitempty"`
 }
 
 // Bin is the tally of one unit-wide difficulty bin [Lo, Lo+1).
@@ -80,15 +126,16 @@ func (t *tally) stats(kind string, d float64) CurriculumStats {
 // Fixed always asks for the same difficulty: the baseline a curriculum must
 // beat.
 type Fixed struct {
+	fresh
 	D float64
 	t tally
 }
 
-// Difficulty returns D.
-func (f *Fixed) Difficulty() float64 { return f.D }
+// Request asks for difficulty D.
+func (f *Fixed) Request() Request { return Request{Difficulty: f.D} }
 
 // Observe tallies the outcome.
-func (f *Fixed) Observe(difficulty, reward float64) { f.t.add(difficulty, reward) }
+func (f *Fixed) Observe(t *env.Task, reward float64) { f.t.add(t.Difficulty, reward) }
 
 // Stats reports the tallies.
 func (f *Fixed) Stats() CurriculumStats { return f.t.stats("fixed", f.D) }
@@ -102,6 +149,7 @@ func (f *Fixed) Stats() CurriculumStats { return f.t.stats("fixed", f.D) }
 // flight at once) bias nothing and the loop does not oscillate, as a plain
 // "raise d when too many pass" controller would under such delay.
 type Target struct {
+	fresh
 	// PassRate is the target pass rate, in (0, 1).
 	PassRate float64
 	// Rate is the step of the ability estimate per outcome.
@@ -131,8 +179,13 @@ func (c *Target) Difficulty() float64 {
 	return math.Min(math.Max(c.a-logit(c.PassRate), c.Min), c.Max)
 }
 
+// Request asks for Difficulty.
+func (c *Target) Request() Request { return Request{Difficulty: c.Difficulty()} }
+
 // Observe moves the ability estimate toward what the outcome says.
-func (c *Target) Observe(difficulty, reward float64) {
+func (c *Target) Observe(t *env.Task, reward float64) { c.observe(t.Difficulty, reward) }
+
+func (c *Target) observe(difficulty, reward float64) {
 	c.t.add(difficulty, reward)
 	p := 1 / (1 + math.Exp(difficulty-c.a))
 	c.a += c.Rate * (reward - p)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/frognano/frog/env"
 )
 
 // TestTargetFindsTheFrontier plays a logistic "policy" of fixed skill with
@@ -27,7 +29,7 @@ func TestTargetFindsTheFrontier(t *testing.T) {
 				if rng.Float64() < 1/(1+math.Exp(d0-skill)) {
 					r = 1
 				}
-				c.Observe(d0, r)
+				c.observe(d0, r)
 			}
 		}
 		if got := c.Difficulty(); math.Abs(got-skill) > 0.3 {
@@ -47,7 +49,7 @@ func TestNewTargetRejectsNonsense(t *testing.T) {
 func TestBins(t *testing.T) {
 	f := &Fixed{D: 1}
 	for _, o := range []struct{ d, r float64 }{{0.5, 1}, {0.7, 0}, {1.2, 1}, {-0.5, 0}} {
-		f.Observe(o.d, o.r)
+		f.Observe(&env.Task{Difficulty: o.d}, o.r)
 	}
 	st := f.Stats()
 	if len(st.Bins) != 3 || st.Bins[0].Lo != -1 || st.Bins[1].PassRate != 0.5 || st.Observed != 4 || st.PassRate != 0.5 {

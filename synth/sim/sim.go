@@ -6,9 +6,12 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/frognano/frog/env"
@@ -61,3 +64,140 @@ func (s *Source) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Ta
 }
 
 const seedTag = 0x73796e7468 // "synth"
+
+// Binned makes simulated tasks in difficulty bins, as the real synthesizer
+// makes them: an operator family, k mutations, their locality and a module
+// each shift a task's difficulty, and one family (stmt: a statement
+// deleted, as a template policy can never undo) is out of reach. It is a
+// synth.Steerable: asked for a bin, it makes tasks in that bin; asked for a
+// difficulty, in the bins whose difficulty lies nearest. Safe for
+// concurrent use; its output depends only on the seed and the order of the
+// calls.
+type Binned struct {
+	// Spread is the standard deviation of a task's difficulty around its
+	// bin's.
+	Spread float64
+	bins   []binSpec
+	mu     sync.Mutex
+	rng    *rand.Rand
+	next   uint64
+	prefix string
+}
+
+type binSpec struct {
+	k synth.Knobs
+	d float64
+}
+
+var (
+	_ synth.Source    = (*Binned)(nil)
+	_ synth.Steerable = (*Binned)(nil)
+)
+
+// Out of reach: a stmt task's difficulty is its bin's plus Hopeless, which
+// no simulated skill reached in a run comes near (σ(s − d) < 1e−9).
+const Hopeless = 30
+
+// Families, their base difficulties, and the modules of Binned (training)
+// and of HeldoutModules (never trained on), with their offsets.
+var (
+	Families       = map[string]float64{"token": 0, "guard": 1.5, "stmt": 1.5 + Hopeless}
+	Modules        = map[string]float64{"sim/a": -1, "sim/b": 0, "sim/c": 0.5, "sim/d": 1}
+	HeldoutModules = map[string]float64{"sim/x": -0.5, "sim/y": 0.75}
+)
+
+// NewBinned returns a binned source over the training modules.
+func NewBinned(seed uint64, spread float64) *Binned {
+	return newBinned(seed, spread, Modules, "sim")
+}
+
+// NewHeldout returns a binned source over HeldoutModules, whose task ids
+// differ from a training source's.
+func NewHeldout(seed uint64, spread float64) *Binned {
+	return newBinned(seed, spread, HeldoutModules, "heldout")
+}
+
+func newBinned(seed uint64, spread float64, modules map[string]float64, prefix string) *Binned {
+	b := &Binned{Spread: spread, rng: rand.New(rand.NewPCG(seed, seedTag^0x62696e)), prefix: prefix}
+	for _, fam := range []string{"token", "guard", "stmt"} {
+		for _, kl := range []struct {
+			k   int
+			loc string
+			d   float64
+		}{{1, "single", 0}, {2, "func", 1.5}, {2, "spread", 2.5}, {3, "func", 3}, {3, "spread", 4}} {
+			for _, mod := range sortedKeys(modules) {
+				b.bins = append(b.bins, binSpec{k: synth.Knobs{Family: fam, K: kl.k, Locality: kl.loc, Module: mod},
+					d: Families[fam] + kl.d + modules[mod]})
+			}
+		}
+	}
+	return b
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TasksFor returns n tasks in bins matching k, each bin equally likely;
+// with no bin matching, an error.
+func (b *Binned) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var match []binSpec
+	for _, s := range b.bins {
+		if k.Matches(s.k) {
+			match = append(match, s)
+		}
+	}
+	if len(match) == 0 {
+		return nil, fmt.Errorf("sim: no bin matches %s", k.Key())
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]env.Task, n)
+	for i := range out {
+		out[i] = b.task(match[b.rng.IntN(len(match))])
+	}
+	return out, nil
+}
+
+// Tasks returns n tasks from the bins whose difficulty lies nearest
+// difficulty (the nearest three, each equally likely).
+func (b *Binned) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	near := slices.Clone(b.bins)
+	slices.SortStableFunc(near, func(x, y binSpec) int {
+		return cmp.Compare(math.Abs(x.d-difficulty), math.Abs(y.d-difficulty))
+	})
+	near = near[:min(3, len(near))]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]env.Task, n)
+	for i := range out {
+		out[i] = b.task(near[b.rng.IntN(len(near))])
+	}
+	return out, nil
+}
+
+func (b *Binned) task(s binSpec) env.Task {
+	id := b.next
+	b.next++
+	patch := fmt.Sprintf("// fixed %s %d\n", b.prefix, id)
+	return env.Task{
+		ID:         fmt.Sprintf("%s-%08d", b.prefix, id),
+		Repo:       s.k.Module,
+		Bin:        s.k.Key(),
+		Difficulty: s.d + b.Spread*b.rng.NormFloat64(),
+		File:       File,
+		Patch:      patch,
+		TestCmd:    []string{"sh", "-c", fmt.Sprintf("test \"$(cat %s)\" = %q", File, patch[:len(patch)-1])},
+	}
+}

@@ -1,0 +1,319 @@
+package synth
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/frognano/frog/env"
+)
+
+// Knobs are what a steerable synthesizer can be asked for, and the
+// difficulty bin a task belongs to: its operator family, its number of
+// mutations k, their locality (single for k = 1; func when every mutation
+// is in one function, file when in one file, spread otherwise) and its
+// module. An empty field (K 0) means "any".
+type Knobs struct {
+	Family   string `json:"family,omitempty"`
+	K        int    `json:"k,omitempty"`
+	Locality string `json:"locality,omitempty"`
+	Module   string `json:"module,omitempty"`
+}
+
+// Key is the knobs as one string, "family/k/locality/module", "*" for an
+// empty field; ParseKnobs reads it back.
+func (k Knobs) Key() string {
+	f := func(s string) string {
+		if s == "" {
+			return "*"
+		}
+		return s
+	}
+	ks := "*"
+	if k.K > 0 {
+		ks = strconv.Itoa(k.K)
+	}
+	return f(k.Family) + "/" + ks + "/" + f(k.Locality) + "/" + f(k.Module)
+}
+
+// ParseKnobs reads a Key.
+func ParseKnobs(key string) (Knobs, error) {
+	p := strings.SplitN(key, "/", 4)
+	if len(p) != 4 {
+		return Knobs{}, fmt.Errorf("bin %q: want family/k/locality/module", key)
+	}
+	g := func(s string) string {
+		if s == "*" {
+			return ""
+		}
+		return s
+	}
+	var k Knobs
+	k.Family, k.Locality, k.Module = g(p[0]), g(p[2]), g(p[3])
+	if p[1] != "*" {
+		n, err := strconv.Atoi(p[1])
+		if err != nil || n < 1 {
+			return Knobs{}, fmt.Errorf("bin %q: k %q: want a positive number or *", key, p[1])
+		}
+		k.K = n
+	}
+	return k, nil
+}
+
+// Matches says whether a task in bin b satisfies the knobs k (an empty
+// field of k matches anything).
+func (k Knobs) Matches(b Knobs) bool {
+	return (k.Family == "" || k.Family == b.Family) && (k.K == 0 || k.K == b.K) &&
+		(k.Locality == "" || k.Locality == b.Locality) && (k.Module == "" || k.Module == b.Module)
+}
+
+// BinOf is the difficulty bin of a task: the one its synthesizer recorded
+// (env.Task.Bin), else what its mutations say. The family of a task of
+// several mutations is that of its hardest (the families ranked as in
+// source.Difficulty: token, guard, stmt); a task with no mutation record
+// and no bin is in the bin of its module alone.
+func BinOf(t *env.Task) Knobs {
+	if t.Bin != "" {
+		if k, err := ParseKnobs(t.Bin); err == nil {
+			return k
+		}
+	}
+	k := Knobs{Module: t.Repo}
+	if len(t.Mutations) == 0 {
+		return k
+	}
+	k.K = len(t.Mutations)
+	rank := map[string]int{"token": 1, "guard": 2, "stmt": 3}
+	files, funcs := map[string]bool{}, map[string]bool{}
+	for _, m := range t.Mutations {
+		if rank[m.Family] >= rank[k.Family] {
+			k.Family = m.Family
+		}
+		files[m.File] = true
+		funcs[m.File+"\x00"+m.Func] = true
+	}
+	switch {
+	case k.K == 1:
+		k.Locality = "single"
+	case len(funcs) == 1:
+		k.Locality = "func"
+	case len(files) == 1:
+		k.Locality = "file"
+	default:
+		k.Locality = "spread"
+	}
+	return k
+}
+
+// Learnability is the expected learnability E[p(1−p)] of a pass rate p
+// distributed Beta(a, b): ab / ((a+b)(a+b+1)). It is 1/6 for Beta(1, 1)
+// (nothing known), tends to 1/4 as the evidence piles up at p = 1/2, and to
+// 0 as it piles up near 0 or 1.
+func Learnability(a, b float64) float64 {
+	n := a + b
+	return a * b / (n * (n + 1))
+}
+
+// EstimateConfig shapes an Estimate.
+type EstimateConfig struct {
+	// Discount multiplies all evidence at each policy update, so that what
+	// an older policy did fades: after u updates an outcome weighs
+	// Discount^u. In (0, 1].
+	Discount float64 `json:"discount"`
+	// PriorStrength is the most pseudo-outcomes a bin's pooled pass rate
+	// lends the prior of each of its tasks.
+	PriorStrength float64 `json:"prior_strength"`
+	// Lo, Hi and Confidence decide retirement: a task is confidently
+	// outside (Lo, Hi) when its posterior puts more than Confidence of its
+	// mass below Lo, or above Hi.
+	Lo         float64 `json:"lo"`
+	Hi         float64 `json:"hi"`
+	Confidence float64 `json:"confidence"`
+}
+
+// DefaultEstimateConfig is what `frog train` and `frog sim` use.
+func DefaultEstimateConfig() EstimateConfig {
+	return EstimateConfig{Discount: 0.98, PriorStrength: 4, Lo: 0.05, Hi: 0.95, Confidence: 0.95}
+}
+
+func (c EstimateConfig) validate() error {
+	switch {
+	case !(c.Discount > 0 && c.Discount <= 1):
+		return fmt.Errorf("curriculum discount %v: want a number in (0, 1]", c.Discount)
+	case !(c.PriorStrength >= 0) || math.IsInf(c.PriorStrength, 0):
+		return fmt.Errorf("curriculum prior strength %v: want >= 0", c.PriorStrength)
+	case !(c.Lo >= 0 && c.Lo < c.Hi && c.Hi <= 1):
+		return fmt.Errorf("retirement band (%v, %v): want 0 <= lo < hi <= 1", c.Lo, c.Hi)
+	case !(c.Confidence > 0 && c.Confidence < 1):
+		return fmt.Errorf("retirement confidence %v: want a number in (0, 1)", c.Confidence)
+	}
+	return nil
+}
+
+// evidence is a discounted tally of outcomes.
+type evidence struct{ pass, fail float64 }
+
+func (e *evidence) add(reward float64) {
+	if reward > 0 {
+		e.pass++
+	} else {
+		e.fail++
+	}
+}
+
+func (e *evidence) scale(f float64) { e.pass *= f; e.fail *= f }
+
+// Estimate is the curriculum's belief about each task's pass rate under the
+// current policy: per task a Beta posterior keyed by task id, whose prior is
+// pooled over the task's difficulty bin, with all evidence discounted at
+// each policy update. It is plain synchronous code; one goroutine uses it.
+//
+// A bin's pooled pass rate is m = (1 + S)/(2 + S + F), S and F the bin's
+// discounted passes and failures; it lends each of its tasks the prior
+// Beta(c·m, c·(1−m)) with c = min(2 + S + F, PriorStrength) (Beta(1, 1) for
+// a bin never seen when PriorStrength is 2). A task with discounted passes s
+// and failures f has the posterior Beta(c·m + s, c·(1−m) + f).
+type Estimate struct {
+	cfg   EstimateConfig
+	tasks map[string]*taskBelief
+	bins  map[string]*evidence
+}
+
+type taskBelief struct {
+	bin   string
+	ev    evidence
+	tries int64
+}
+
+// NewEstimate returns an empty estimate.
+func NewEstimate(cfg EstimateConfig) (*Estimate, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Estimate{cfg: cfg, tasks: make(map[string]*taskBelief), bins: make(map[string]*evidence)}, nil
+}
+
+// Observe records one outcome of task id, in bin.
+func (e *Estimate) Observe(id, bin string, reward float64) {
+	t := e.tasks[id]
+	if t == nil {
+		t = &taskBelief{bin: bin}
+		e.tasks[id] = t
+	}
+	t.ev.add(reward)
+	t.tries++
+	b := e.bins[bin]
+	if b == nil {
+		b = new(evidence)
+		e.bins[bin] = b
+	}
+	b.add(reward)
+}
+
+// Discount fades all evidence by Discount^updates: updates policy updates
+// happened since the last call.
+func (e *Estimate) Discount(updates int) {
+	if updates <= 0 || e.cfg.Discount == 1 {
+		return
+	}
+	f := math.Pow(e.cfg.Discount, float64(updates))
+	for _, t := range e.tasks {
+		t.ev.scale(f)
+	}
+	for _, b := range e.bins {
+		b.scale(f)
+	}
+}
+
+// Prior is the pooled prior Beta(a, b) of a task in bin that has not been
+// tried.
+func (e *Estimate) Prior(bin string) (a, b float64) {
+	var s, f float64
+	if ev := e.bins[bin]; ev != nil {
+		s, f = ev.pass, ev.fail
+	}
+	m := (1 + s) / (2 + s + f)
+	c := math.Min(2+s+f, e.cfg.PriorStrength)
+	return c * m, c * (1 - m)
+}
+
+// Posterior is the Beta(a, b) posterior of task id's pass rate (its bin's
+// prior when it was never observed). A prior of strength 0 with no
+// evidence is Beta(1, 1) rather than improper.
+func (e *Estimate) Posterior(id, bin string) (a, b float64) {
+	if t := e.tasks[id]; t != nil {
+		bin = t.bin
+		a, b = e.Prior(bin)
+		a, b = a+t.ev.pass, b+t.ev.fail
+	} else {
+		a, b = e.Prior(bin)
+	}
+	if a+b == 0 {
+		return 1, 1
+	}
+	const tiny = 1e-9 // a Beta needs both parameters > 0
+	return math.Max(a, tiny), math.Max(b, tiny)
+}
+
+// Score is task id's expected learnability.
+func (e *Estimate) Score(id, bin string) float64 { return Learnability(e.Posterior(id, bin)) }
+
+// Mean is the posterior mean of task id's pass rate.
+func (e *Estimate) Mean(id, bin string) float64 {
+	a, b := e.Posterior(id, bin)
+	return a / (a + b)
+}
+
+// Tries is how many outcomes of task id were observed (undiscounted).
+func (e *Estimate) Tries(id string) int64 {
+	if t := e.tasks[id]; t != nil {
+		return t.tries
+	}
+	return 0
+}
+
+// Outside says whether task id's posterior is confidently outside
+// (Lo, Hi): more than Confidence of its mass below Lo (hopeless) or above
+// Hi (saturated). A task never observed is never outside.
+func (e *Estimate) Outside(id string) (hopeless, saturated bool) {
+	t := e.tasks[id]
+	if t == nil {
+		return false, false
+	}
+	a, b := e.Posterior(id, t.bin)
+	d := distuv.Beta{Alpha: a, Beta: b}
+	return d.CDF(e.cfg.Lo) > e.cfg.Confidence, 1-d.CDF(e.cfg.Hi) > e.cfg.Confidence
+}
+
+// BinScore is the expected learnability of a fresh task from bin: that of
+// its pooled prior's mean with the bin's evidence, Beta(1 + S, 1 + F).
+func (e *Estimate) BinScore(bin string) float64 {
+	var s, f float64
+	if ev := e.bins[bin]; ev != nil {
+		s, f = ev.pass, ev.fail
+	}
+	return Learnability(1+s, 1+f)
+}
+
+// BinMean is bin's pooled pass rate (1 + S)/(2 + S + F).
+func (e *Estimate) BinMean(bin string) float64 {
+	var s, f float64
+	if ev := e.bins[bin]; ev != nil {
+		s, f = ev.pass, ev.fail
+	}
+	return (1 + s) / (2 + s + f)
+}
+
+// Bins lists the bins observed, sorted.
+func (e *Estimate) Bins() []string {
+	out := make([]string, 0, len(e.bins))
+	for b := range e.bins {
+		out = append(out, b)
+	}
+	sort.Strings(out)
+	return out
+}

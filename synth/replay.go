@@ -1,0 +1,517 @@
+package synth
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/frognano/frog/env"
+)
+
+// The strategies of a Replay curriculum.
+const (
+	// StrategyFrontier samples the replay buffer by expected learnability
+	// (Prioritized Level Replay: score rank with a temperature, mixed with
+	// staleness), retires tasks confidently outside the band and brings
+	// them back when the policy has moved, and steers the synthesizer's
+	// fresh tasks toward the bins whose pooled score is highest.
+	StrategyFrontier = "frontier"
+	// StrategyFrontierNoSynth samples as frontier does from a fixed set of
+	// tasks taken from the synthesizer at the start (replay only).
+	StrategyFrontierNoSynth = "frontier-no-synth"
+	// StrategyUniform replays tasks uniformly, takes the same share of
+	// fresh tasks from the synthesizer's own mix, retires nothing.
+	StrategyUniform = "uniform"
+	// StrategyEasy replays tasks whose posterior mean is above 0.8.
+	StrategyEasy = "easy"
+	// StrategyHard replays tasks whose posterior mean is below 0.2.
+	StrategyHard = "hard"
+	// StrategyOffline plays a fixed set taken at the start, uniformly.
+	StrategyOffline = "offline"
+)
+
+// Strategies lists the Replay strategies.
+var Strategies = []string{StrategyFrontier, StrategyUniform, StrategyEasy, StrategyHard, StrategyOffline, StrategyFrontierNoSynth}
+
+// ReplayConfig shapes a Replay curriculum.
+type ReplayConfig struct {
+	Strategy string         `json:"strategy"`
+	Estimate EstimateConfig `json:"estimate"`
+	// Temperature sharpens (< 1) or flattens (> 1) the rank
+	// prioritization: task of rank r is drawn ∝ r^(−1/Temperature).
+	Temperature float64 `json:"temperature"`
+	// Staleness is the share of the replay distribution given to how long
+	// a task has gone unplayed (ρ of Prioritized Level Replay).
+	Staleness float64 `json:"staleness"`
+	// FreshShare is the expected share of fresh tasks in each plan.
+	FreshShare float64 `json:"fresh_share"`
+	// Capacity bounds the replay buffer; the least learnable task leaves
+	// first.
+	Capacity int `json:"capacity"`
+	// FixedSet is the number of tasks offline and frontier-no-synth take
+	// from the synthesizer before they only replay.
+	FixedSet int `json:"fixed_set"`
+	// Explore is the share of frontier's synthesis requests that ask for
+	// any bin (the synthesizer's own mix), so that unseen bins are found.
+	Explore float64 `json:"explore"`
+	// Difficulty is what non-steered requests ask for; frontier aims its
+	// requests' difficulty at a pass rate of one half (a Target), for
+	// sources that take only a difficulty.
+	Difficulty float64 `json:"difficulty"`
+	// EasyAbove and HardBelow are the posterior means easy and hard select by.
+	EasyAbove float64 `json:"easy_above"`
+	HardBelow float64 `json:"hard_below"`
+	Seed      uint64  `json:"seed"`
+}
+
+// DefaultReplayConfig is the frontier curriculum `frog train` and `frog
+// sim` run by default.
+func DefaultReplayConfig() ReplayConfig {
+	return ReplayConfig{
+		Strategy: StrategyFrontier, Estimate: DefaultEstimateConfig(), Temperature: 0.5, Staleness: 0.2,
+		FreshShare: 0.25, Capacity: 4096, FixedSet: 256, Explore: 0.1, EasyAbove: 0.8, HardBelow: 0.2,
+	}
+}
+
+// FrontierStats is a Replay curriculum's state.
+type FrontierStats struct {
+	Strategy string `json:"strategy"`
+	// Buffer is the tasks held; Active those not retired; Frontier those
+	// tried whose posterior mean lies in [0.1, 0.9].
+	Buffer   int `json:"buffer"`
+	Active   int `json:"active"`
+	Frontier int `json:"frontier_size"`
+	Retired  int `json:"retired"`
+	// RetiredTotal and Returned count retirements and returns so far.
+	RetiredTotal int64 `json:"retired_total"`
+	Returned     int64 `json:"returned"`
+	Evicted      int64 `json:"evicted"`
+	// Replayed and Fresh count the tasks served of each kind.
+	Replayed int64 `json:"replayed"`
+	Fresh    int64 `json:"fresh"`
+	// FreshPassRate is the pass rate of fresh tasks' first group.
+	FreshPassRate float64 `json:"fresh_pass_rate"`
+	// MeanHistogram counts active tried tasks by posterior mean, in
+	// fifths [0, 0.2), …, [0.8, 1].
+	MeanHistogram [5]int `json:"mean_histogram"`
+	// Requests counts synthesis requests; Steered those that named a bin.
+	Requests int64       `json:"synth_requests"`
+	Steered  int64       `json:"synth_steered"`
+	Bins     []BinReport `json:"bins,omitempty"`
+}
+
+// BinReport is one bin's line of FrontierStats.
+type BinReport struct {
+	Bin      string  `json:"bin"`
+	Tasks    int     `json:"tasks"`
+	Frontier int     `json:"frontier"`
+	Mean     float64 `json:"pooled_mean"`
+	Score    float64 `json:"pooled_score"`
+	// Requested is the tasks asked of this bin; Yield the tasks made in it
+	// (from any request).
+	Requested int64 `json:"requested"`
+	Yield     int64 `json:"yield"`
+}
+
+type entry struct {
+	t       *env.Task
+	bin     string
+	last    int64 // the plan that last served it
+	served  int64
+	retired bool
+}
+
+// Replay is the replay-buffer curriculum: the estimate, a buffer of the
+// tasks served, and one of the strategies. It is plain synchronous code:
+// the curriculum actor drives it from one goroutine.
+type Replay struct {
+	cfg    ReplayConfig
+	est    *Estimate
+	target *Target
+	rng    *rand.Rand
+
+	buf     []*entry
+	byID    map[string]*entry
+	tick    int64
+	version int64
+	taken   int // fresh tasks admitted
+
+	freshPass, freshN int64
+	requested, yield  map[string]int64
+	t                 tally
+	st                FrontierStats
+}
+
+// NewReplay returns a Replay curriculum.
+func NewReplay(cfg ReplayConfig) (*Replay, error) {
+	if !slices.Contains(Strategies, cfg.Strategy) {
+		return nil, fmt.Errorf("curriculum %q: want one of %v", cfg.Strategy, Strategies)
+	}
+	switch {
+	case !(cfg.Temperature > 0) || math.IsInf(cfg.Temperature, 0):
+		return nil, fmt.Errorf("curriculum temperature %v: want > 0", cfg.Temperature)
+	case !(cfg.Staleness >= 0 && cfg.Staleness <= 1):
+		return nil, fmt.Errorf("curriculum staleness %v: want a share in [0, 1]", cfg.Staleness)
+	case !(cfg.FreshShare >= 0 && cfg.FreshShare <= 1):
+		return nil, fmt.Errorf("fresh share %v: want a share in [0, 1]", cfg.FreshShare)
+	case !(cfg.Explore >= 0 && cfg.Explore <= 1):
+		return nil, fmt.Errorf("explore share %v: want a share in [0, 1]", cfg.Explore)
+	case cfg.Capacity < 1 || cfg.FixedSet < 1:
+		return nil, fmt.Errorf("replay capacity %d, fixed set %d: want >= 1", cfg.Capacity, cfg.FixedSet)
+	}
+	est, err := NewEstimate(cfg.Estimate)
+	if err != nil {
+		return nil, err
+	}
+	target, err := NewTarget(0.5, cfg.Difficulty, 0.01)
+	if err != nil {
+		return nil, err
+	}
+	return &Replay{cfg: cfg, est: est, target: target, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7265706c6179)),
+		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{}}, nil
+}
+
+// Estimate is the curriculum's estimate (read it from the curriculum's
+// goroutine only).
+func (r *Replay) Estimate() *Estimate { return r.est }
+
+func (r *Replay) fixedSet() bool {
+	return r.cfg.Strategy == StrategyOffline || r.cfg.Strategy == StrategyFrontierNoSynth
+}
+
+func (r *Replay) frontierLike() bool {
+	return r.cfg.Strategy == StrategyFrontier || r.cfg.Strategy == StrategyFrontierNoSynth
+}
+
+// Plan chooses up to n tasks to replay and leaves the rest to fresh tasks.
+func (r *Replay) Plan(n int) Plan {
+	r.tick++
+	var fresh int
+	if r.fixedSet() {
+		fresh = min(n, max(0, r.cfg.FixedSet-r.taken))
+	} else {
+		fresh = r.round(float64(n) * r.cfg.FreshShare)
+	}
+	cands := r.candidates()
+	want := n - fresh
+	var picked []*entry
+	switch {
+	case r.fixedSet() && len(cands) > 0 && want > 0:
+		// A fixed set never asks for more: draw with replacement if need be.
+		picked = r.draw(cands, want, len(cands) < want)
+	case !r.fixedSet():
+		picked = r.draw(cands, min(want, len(cands)), false)
+	}
+	p := Plan{Replay: make([]*env.Task, len(picked))}
+	for i, e := range picked {
+		e.last, e.served = r.tick, e.served+1
+		p.Replay[i] = e.t
+	}
+	p.Fresh = n - len(p.Replay)
+	if r.fixedSet() && r.taken >= r.cfg.FixedSet && len(cands) == 0 {
+		// Every task of the set is retired: replay the least recently
+		// played rather than ask for tasks outside the set.
+		p.Fresh = 0
+		all := slices.Clone(r.buf)
+		sort.SliceStable(all, func(i, j int) bool { return all[i].last < all[j].last })
+		for i := 0; i < n && len(all) > 0; i++ {
+			e := all[i%len(all)]
+			e.last, e.served = r.tick, e.served+1
+			p.Replay = append(p.Replay, e.t)
+		}
+	}
+	r.st.Replayed += int64(len(p.Replay))
+	return p
+}
+
+// round rounds x up or down at random, keeping its expectation.
+func (r *Replay) round(x float64) int {
+	f := math.Floor(x)
+	if r.rng.Float64() < x-f {
+		f++
+	}
+	return int(f)
+}
+
+// candidates are the buffered tasks the strategy may replay.
+func (r *Replay) candidates() []*entry {
+	out := make([]*entry, 0, len(r.buf))
+	for _, e := range r.buf {
+		switch r.cfg.Strategy {
+		case StrategyFrontier, StrategyFrontierNoSynth:
+			if e.retired {
+				continue
+			}
+		case StrategyEasy:
+			if r.est.Tries(e.t.ID) == 0 || r.est.Mean(e.t.ID, e.bin) <= r.cfg.EasyAbove {
+				continue
+			}
+		case StrategyHard:
+			if r.est.Tries(e.t.ID) == 0 || r.est.Mean(e.t.ID, e.bin) >= r.cfg.HardBelow {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// draw picks k of cands, by the strategy's distribution.
+func (r *Replay) draw(cands []*entry, k int, replace bool) []*entry {
+	if k <= 0 || len(cands) == 0 {
+		return nil
+	}
+	w := r.weights(cands)
+	out := make([]*entry, 0, k)
+	for range k {
+		var sum float64
+		for _, x := range w {
+			sum += x
+		}
+		if !(sum > 0) {
+			break
+		}
+		u, i := r.rng.Float64()*sum, 0
+		for ; i < len(w)-1 && u >= w[i]; i++ {
+			u -= w[i]
+		}
+		out = append(out, cands[i])
+		if !replace {
+			w[i] = 0
+		}
+	}
+	return out
+}
+
+// weights is the replay distribution over cands: for the frontier
+// strategies (1−ρ)·P_score + ρ·P_stale, P_score ∝ rank^(−1/T) by expected
+// learnability and P_stale ∝ plans since the task was last served; uniform
+// for the others.
+func (r *Replay) weights(cands []*entry) []float64 {
+	w := make([]float64, len(cands))
+	if !r.frontierLike() {
+		for i := range w {
+			w[i] = 1
+		}
+		return w
+	}
+	score := make([]float64, len(cands))
+	order := make([]int, len(cands))
+	for i, e := range cands {
+		score[i], order[i] = r.est.Score(e.t.ID, e.bin), i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	var ssum, csum float64
+	stale := make([]float64, len(cands))
+	for rank, i := range order {
+		w[i] = math.Pow(float64(rank+1), -1/r.cfg.Temperature)
+		ssum += w[i]
+	}
+	for i, e := range cands {
+		stale[i] = float64(r.tick - e.last)
+		csum += stale[i]
+	}
+	for i := range w {
+		w[i] = (1 - r.cfg.Staleness) * w[i] / ssum
+		if csum > 0 {
+			w[i] += r.cfg.Staleness * stale[i] / csum
+		}
+	}
+	return w
+}
+
+// Admit puts fresh tasks into the buffer, evicting the least learnable
+// tasks beyond its capacity.
+func (r *Replay) Admit(tasks []*env.Task) {
+	for _, t := range tasks {
+		r.taken++
+		r.st.Fresh++
+		if e := r.byID[t.ID]; e != nil {
+			e.last, e.served = r.tick, e.served+1
+			continue
+		}
+		e := &entry{t: t, bin: BinOf(t).Key(), last: r.tick, served: 1}
+		r.buf = append(r.buf, e)
+		r.byID[t.ID] = e
+	}
+	for len(r.buf) > r.cfg.Capacity {
+		worst, ws := 0, math.Inf(1)
+		for i, e := range r.buf {
+			s := r.est.Score(e.t.ID, e.bin)
+			if e.retired {
+				s = -1
+			}
+			if s < ws {
+				worst, ws = i, s
+			}
+		}
+		delete(r.byID, r.buf[worst].t.ID)
+		r.buf = slices.Delete(r.buf, worst, worst+1)
+		r.st.Evicted++
+	}
+}
+
+// Request asks for fresh tasks. Frontier names the bin of highest value
+// among the bins seen: with m = (1 + S)/(2 + S + F) the bin's pooled pass
+// rate (S, F its discounted passes and failures) and sd = √(m(1−m)/(3+S+F))
+// its uncertainty, the value is 1 − ((m − τ)/max(τ, 1 − τ))² + sd for the
+// target pass rate τ (an optimistic bound: uncertain bins are tried, bins
+// whose evidence has faded are tried again), times 1 − f/(10(f + 16)) for
+// the f frontier tasks the buffer holds of it, so that requests move on to
+// bins where the frontier is thin. A share Explore of requests asks for
+// any bin, to find bins never seen. Frontier's requests also carry a
+// difficulty aimed at τ (a Target) for sources that take only a
+// difficulty. The other strategies ask for the synthesizer's own mix.
+func (r *Replay) Request() Request {
+	r.st.Requests++
+	if r.cfg.Strategy != StrategyFrontier {
+		return Request{Difficulty: r.cfg.Difficulty, Knobs: &Knobs{}}
+	}
+	req := Request{Difficulty: r.target.Difficulty(), Knobs: &Knobs{}}
+	bins := r.est.Bins()
+	if len(bins) == 0 || r.rng.Float64() < r.cfg.Explore {
+		return req
+	}
+	front := map[string]int{}
+	for _, e := range r.buf {
+		if r.onFrontier(e) {
+			front[e.bin]++
+		}
+	}
+	tau := r.target.PassRate
+	best, bestV := "", math.Inf(-1)
+	for _, b := range bins {
+		if v := r.binValue(b, tau, front[b]); v > bestV {
+			best, bestV = b, v
+		}
+	}
+	k, err := ParseKnobs(best)
+	if err != nil {
+		return req
+	}
+	r.st.Steered++
+	req.Knobs = &k
+	return req
+}
+
+// binValue is Request's value of bin b at target tau with f frontier tasks.
+func (r *Replay) binValue(b string, tau float64, f int) float64 {
+	ev := r.est.bins[b]
+	n := 2 + ev.pass + ev.fail
+	m := (1 + ev.pass) / n
+	d := (m - tau) / math.Max(tau, 1-tau)
+	return (1 - d*d + math.Sqrt(m*(1-m)/(n+1))) * (1 - float64(f)/(10*float64(f+16)))
+}
+
+// Synthesized counts what a request yielded, per bin.
+func (r *Replay) Synthesized(req Request, tasks []env.Task) {
+	if req.Knobs != nil && *req.Knobs != (Knobs{}) {
+		r.requested[req.Knobs.Key()] += int64(len(tasks))
+	}
+	for i := range tasks {
+		r.yield[BinOf(&tasks[i]).Key()]++
+	}
+}
+
+// Observe records an outcome; a frontier strategy retires the task when it
+// is confidently outside the band.
+func (r *Replay) Observe(t *env.Task, reward float64) {
+	r.t.add(t.Difficulty, reward)
+	e := r.byID[t.ID]
+	bin := BinOf(t).Key()
+	if e != nil {
+		bin = e.bin
+		if e.served == 1 {
+			r.freshN++
+			if reward > 0 {
+				r.freshPass++
+			}
+		}
+	}
+	r.est.Observe(t.ID, bin, reward)
+	if r.cfg.Strategy == StrategyFrontier || r.cfg.Strategy == StrategyFrontierNoSynth {
+		r.target.observe(t.Difficulty, reward)
+	}
+	if e != nil && !e.retired && r.frontierLike() {
+		if h, s := r.est.Outside(t.ID); h || s {
+			e.retired = true
+			r.st.RetiredTotal++
+		}
+	}
+}
+
+// Advance discounts the evidence by the updates since the last version
+// seen, and brings back retired tasks whose posterior is no longer
+// confidently outside the band.
+func (r *Replay) Advance(version int64) {
+	if version <= r.version {
+		return
+	}
+	r.est.Discount(int(version - r.version))
+	r.version = version
+	for _, e := range r.buf {
+		if !e.retired {
+			continue
+		}
+		if h, s := r.est.Outside(e.t.ID); !h && !s {
+			e.retired = false
+			r.st.Returned++
+		}
+	}
+}
+
+func (r *Replay) onFrontier(e *entry) bool {
+	if e.retired || r.est.Tries(e.t.ID) == 0 {
+		return false
+	}
+	m := r.est.Mean(e.t.ID, e.bin)
+	return m >= 0.1 && m <= 0.9
+}
+
+// Stats reports the buffer, the frontier, retirement and synthesis.
+func (r *Replay) Stats() CurriculumStats {
+	st := r.t.stats(r.cfg.Strategy, r.target.Difficulty())
+	f := r.st
+	f.Strategy = r.cfg.Strategy
+	f.Buffer = len(r.buf)
+	per := map[string]*BinReport{}
+	bin := func(b string) *BinReport {
+		if per[b] == nil {
+			per[b] = &BinReport{Bin: b, Mean: r.est.BinMean(b), Score: r.est.BinScore(b), Requested: r.requested[b], Yield: r.yield[b]}
+		}
+		return per[b]
+	}
+	for _, e := range r.buf {
+		br := bin(e.bin)
+		br.Tasks++
+		if e.retired {
+			f.Retired++
+			continue
+		}
+		f.Active++
+		if r.onFrontier(e) {
+			f.Frontier++
+			br.Frontier++
+		}
+		if r.est.Tries(e.t.ID) > 0 {
+			f.MeanHistogram[min(4, int(5*r.est.Mean(e.t.ID, e.bin)))]++
+		}
+	}
+	for b := range r.yield {
+		bin(b)
+	}
+	for b := range r.requested {
+		bin(b)
+	}
+	for _, b := range per {
+		f.Bins = append(f.Bins, *b)
+	}
+	sort.Slice(f.Bins, func(i, j int) bool { return f.Bins[i].Bin < f.Bins[j].Bin })
+	if r.freshN > 0 {
+		f.FreshPassRate = float64(r.freshPass) / float64(r.freshN)
+	}
+	st.Frontier = &f
+	return st
+}

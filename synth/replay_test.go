@@ -1,0 +1,218 @@
+package synth
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/frognano/frog/env"
+)
+
+func newReplay(t *testing.T, mod func(*ReplayConfig)) *Replay {
+	t.Helper()
+	cfg := DefaultReplayConfig()
+	cfg.Seed = 7
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := NewReplay(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// kinds fills r with n tasks of each kind, each in a bin of its own kind,
+// and plays them: easy 4 of 4, hopeless 0 of 4, frontier 2 of 4 (too few
+// outcomes to retire anything).
+func kinds(t *testing.T, r *Replay, n int) map[string]string {
+	t.Helper()
+	kind := map[string]string{}
+	for _, k := range []string{"easy", "hopeless", "frontier"} {
+		for i := range n {
+			task := &env.Task{ID: fmt.Sprintf("%s-%d", k, i), Bin: k + "/1/single/m"}
+			kind[task.ID] = k
+			r.Admit([]*env.Task{task})
+			for j := range 4 {
+				rew := 0.0
+				if k == "easy" || (k == "frontier" && j%2 == 0) {
+					rew = 1
+				}
+				r.Observe(task, rew)
+			}
+		}
+	}
+	return kind
+}
+
+func TestFrontierSamplingFavoursLearnableTasksAndRemeasuresStaleOnes(t *testing.T) {
+	for _, rho := range []float64{0, 0.2} {
+		r := newReplay(t, func(c *ReplayConfig) { c.FreshShare, c.Staleness = 0, rho })
+		kind := kinds(t, r, 10)
+		if st := r.Stats().Frontier; st.Retired != 0 {
+			t.Fatalf("ρ %v: %d tasks retired after 4 outcomes each; the test needs none", rho, st.Retired)
+		}
+		count := map[string]int{}
+		last := map[string]int{}
+		maxGap := 0
+		const plans = 3000
+		for i := range plans {
+			p := r.Plan(1)
+			if len(p.Replay) != 1 || p.Fresh != 0 {
+				t.Fatalf("plan %+v, want one task replayed", p)
+			}
+			id := p.Replay[0].ID
+			count[kind[id]]++
+			last[id] = i
+		}
+		for id := range kind {
+			maxGap = max(maxGap, plans-last[id])
+		}
+		share := float64(count["frontier"]) / plans
+		t.Logf("ρ %v: picks %v, longest unplayed %d plans", rho, count, maxGap)
+		if share < 0.6 {
+			t.Errorf("ρ %v: frontier tasks %.2f of the picks (%v), want most", rho, share, count)
+		}
+		if rho > 0 && maxGap > 600 {
+			t.Errorf("ρ %v: a task went %d plans unplayed; staleness should bring it back", rho, maxGap)
+		}
+		if rho == 0 && maxGap < plans/2 {
+			t.Errorf("without staleness every task was replayed (longest gap %d); the test cannot tell", maxGap)
+		}
+	}
+}
+
+func TestRetireAndReturn(t *testing.T) {
+	r := newReplay(t, func(c *ReplayConfig) { c.FreshShare, c.Estimate.Discount = 0, 0.8 })
+	hopeless := &env.Task{ID: "h", Bin: "stmt/1/single/m"}
+	other := &env.Task{ID: "o", Bin: "token/1/single/m"}
+	r.Admit([]*env.Task{hopeless, other})
+	for range 40 {
+		r.Observe(hopeless, 0)
+	}
+	r.Observe(other, 1)
+	r.Observe(other, 0)
+	st := r.Stats().Frontier
+	if st.Retired != 1 || st.RetiredTotal != 1 {
+		t.Fatalf("after 0 of 40: retired %d (total %d), want 1", st.Retired, st.RetiredTotal)
+	}
+	for range 50 {
+		if p := r.Plan(1); len(p.Replay) != 1 || p.Replay[0].ID != "o" {
+			t.Fatalf("plan %+v: a retired task was replayed", p)
+		}
+	}
+	// Each update discounts the evidence by 0.8: 40 failures fade below what
+	// confidence needs within a few dozen updates, and the task returns.
+	var v int64
+	for v = 1; v < 100 && r.Stats().Frontier.Returned == 0; v++ {
+		r.Advance(v)
+	}
+	if st := r.Stats().Frontier; st.Returned != 1 || st.Retired != 0 {
+		t.Fatalf("after %d updates: returned %d, retired %d; want the task back", v, st.Returned, st.Retired)
+	}
+	if v < 3 {
+		t.Errorf("the task returned after %d updates: the discount barely ran", v)
+	}
+	t.Logf("returned after %d updates", v)
+	seen := false
+	for range 50 {
+		if p := r.Plan(1); len(p.Replay) == 1 && p.Replay[0].ID == "h" {
+			seen = true
+		}
+	}
+	if !seen {
+		t.Error("the returned task was never replayed")
+	}
+}
+
+func TestStrategiesChooseAsSpecified(t *testing.T) {
+	pick := func(strategy string, share float64) (map[string]int, int) {
+		r := newReplay(t, func(c *ReplayConfig) { c.Strategy, c.FreshShare = strategy, share })
+		kind := kinds(t, r, 10)
+		count, fresh := map[string]int{}, 0
+		for range 2000 {
+			p := r.Plan(4)
+			fresh += p.Fresh
+			for _, task := range p.Replay {
+				count[kind[task.ID]]++
+			}
+		}
+		return count, fresh
+	}
+	if c, _ := pick(StrategyEasy, 0); c["easy"] == 0 || c["hopeless"]+c["frontier"] > 0 {
+		t.Errorf("easy replayed %v, want easy tasks only", c)
+	}
+	if c, _ := pick(StrategyHard, 0); c["hopeless"] == 0 || c["easy"]+c["frontier"] > 0 {
+		t.Errorf("hard replayed %v, want hopeless tasks only", c)
+	}
+	c, _ := pick(StrategyUniform, 0)
+	for _, k := range []string{"easy", "hopeless", "frontier"} {
+		if s := float64(c[k]) / 8000; s < 0.3 || s > 0.37 {
+			t.Errorf("uniform replayed %v: %s %.3f of the picks, want 1/3", c, k, s)
+		}
+	}
+	if _, fresh := pick(StrategyFrontier, 0.25); fresh < 1900 || fresh > 2100 {
+		t.Errorf("frontier at fresh share 0.25 asked for %d fresh of 8000", fresh)
+	}
+	// The fixed-set strategies take FixedSet tasks, then only replay.
+	for _, s := range []string{StrategyOffline, StrategyFrontierNoSynth} {
+		r := newReplay(t, func(c *ReplayConfig) { c.Strategy, c.FixedSet = s, 6 })
+		var fresh int
+		for i := range 100 {
+			p := r.Plan(4)
+			fresh += p.Fresh
+			tasks := make([]*env.Task, p.Fresh)
+			for j := range tasks {
+				tasks[j] = &env.Task{ID: fmt.Sprintf("%s-%d-%d", s, i, j)}
+			}
+			r.Admit(tasks)
+			if got := len(p.Replay) + p.Fresh; got != 4 {
+				t.Fatalf("%s: plan of %d tasks, want 4", s, got)
+			}
+		}
+		if fresh != 6 || r.Stats().Frontier.Buffer != 6 {
+			t.Errorf("%s: %d fresh tasks, buffer %d; want the fixed set of 6", s, fresh, r.Stats().Frontier.Buffer)
+		}
+	}
+}
+
+func TestRequestsSteerToLearnableBins(t *testing.T) {
+	r := newReplay(t, func(c *ReplayConfig) { c.Explore = 0.2 })
+	half := &env.Task{ID: "a", Bin: "token/1/single/m"}
+	never := &env.Task{ID: "b", Bin: "stmt/1/single/m"}
+	r.Admit([]*env.Task{half, never})
+	for i := range 40 {
+		r.Observe(half, float64(i%2))
+		r.Observe(never, 0)
+	}
+	count := map[string]int{}
+	for range 1000 {
+		req := r.Request()
+		if req.Knobs == nil {
+			t.Fatal("frontier request without knobs")
+		}
+		count[req.Knobs.Key()]++
+	}
+	if count[half.Bin] < 700 || count[never.Bin] > 20 || count[(Knobs{}).Key()] < 150 {
+		t.Errorf("requests by bin %v: want most at %s, a fifth exploring, almost none at %s", count, half.Bin, never.Bin)
+	}
+	u := newReplay(t, func(c *ReplayConfig) { c.Strategy = StrategyUniform })
+	if req := u.Request(); req.Knobs == nil || *req.Knobs != (Knobs{}) {
+		t.Errorf("uniform request %+v, want the synthesizer's own mix", req)
+	}
+}
+
+func TestNewReplayRejectsNonsense(t *testing.T) {
+	for _, mod := range []func(*ReplayConfig){
+		func(c *ReplayConfig) { c.Strategy = "best" },
+		func(c *ReplayConfig) { c.Temperature = 0 },
+		func(c *ReplayConfig) { c.FreshShare = 1.5 },
+		func(c *ReplayConfig) { c.Estimate.Discount = 0 },
+		func(c *ReplayConfig) { c.Capacity = 0 },
+	} {
+		cfg := DefaultReplayConfig()
+		mod(&cfg)
+		if _, err := NewReplay(cfg); err == nil {
+			t.Errorf("NewReplay(%+v) accepted", cfg)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -60,16 +61,27 @@ func createRunDir(path string, config any) (*runDir, error) {
 
 // onUpdate returns the learner's metrics hook: one JSON line per update.
 func (d *runDir) onUpdate(log zerolog.Logger) func(actors.UpdateRecord) {
-	failed := false
-	return func(r actors.UpdateRecord) {
+	return jsonLines[actors.UpdateRecord](d, log)
+}
+
+// onCurriculum returns the curriculum's metrics hook: one JSON line each
+// time the policy version it hears of advances.
+func (d *runDir) onCurriculum(log zerolog.Logger) func(actors.CurriculumRecord) {
+	return jsonLines[actors.CurriculumRecord](d, log)
+}
+
+// jsonLines appends each record to metrics.jsonl; it is safe for
+// concurrent use (the learner and the curriculum write from their actors).
+func jsonLines[T any](d *runDir, log zerolog.Logger) func(T) {
+	var failed atomic.Bool
+	return func(r T) {
 		line, err := json.Marshal(r)
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if err == nil {
 			_, err = d.metrics.Write(append(line, '\n'))
 		}
-		if err != nil && !failed {
-			failed = true
+		if err != nil && failed.CompareAndSwap(false, true) {
 			log.Error().Err(err).Msg("write metrics.jsonl; later records are dropped silently")
 		}
 	}

@@ -41,7 +41,8 @@ type simOptions struct {
 	InitialSkill   float64 `json:"initial_skill"`
 	LearningRate   float64 `json:"learning_rate"`
 
-	TaskOpts taskOptions `json:"task_options"`
+	TaskOpts   taskOptions   `json:"task_options"`
+	ReplayOpts replayOptions `json:"replay_options"`
 
 	JSON   bool   `json:"-"`
 	RunDir string `json:"-"`
@@ -73,6 +74,7 @@ summary.json) is written unless --no-run-dir is given.`,
   frog sim --episodes 200000 --concurrency 10000 --time-scale 0 --seed 1 --json
   frog sim --fault-rate 0.2 --max-retries 2
   frog sim --curriculum fixed --difficulty 6
+  frog sim --tasks sim-bins --curriculum uniform
   frog sim --time-scale 1 --duration 30s --concurrency 256
   frog sim --sandbox docker --episodes 500 --concurrency 32`,
 		Args: cobra.NoArgs,
@@ -95,12 +97,13 @@ summary.json) is written unless --no-run-dir is given.`,
 	o.Sandbox.flags(f, "sim")
 	f.Float64Var(&o.TimeScale, "time-scale", 0, "multiplier of simulated latencies (0: no waiting, 1: real time)")
 	f.Float64Var(&o.FaultRate, "fault-rate", 0, "probability that a sandbox suffers an infrastructure fault (crash, hang, slow start)")
-	f.StringVar(&o.Curriculum, "curriculum", "target", "curriculum: target (keep the pass rate at --target-pass-rate) or fixed (always --difficulty)")
-	f.Float64Var(&o.Difficulty, "difficulty", 0, "starting difficulty (target) or the difficulty (fixed)")
+	f.StringVar(&o.Curriculum, "curriculum", "frontier", curriculumHelp()+"; target keeps the pass rate at --target-pass-rate, fixed always asks for --difficulty")
+	f.Float64Var(&o.Difficulty, "difficulty", 0, "starting difficulty (target, frontier), the difficulty (fixed), or what the other replay curricula ask a source that takes only a difficulty for")
 	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "pass rate the target curriculum aims at")
 	f.Float64Var(&o.CurriculumRate, "curriculum-rate", 0.01, "step of the target curriculum's ability estimate per outcome")
 	f.Float64Var(&o.TaskSpread, "task-spread", 0.5, "standard deviation of a task's difficulty around the one asked for (--tasks sim)")
-	f.StringVar(&o.Tasks, "tasks", "sim", "where tasks come from: sim (simulated), synth (validated live from the default modules by frog synth's machinery), or a task store (.jsonl) written by frog synth, drawn from by difficulty")
+	o.ReplayOpts.flags(f)
+	f.StringVar(&o.Tasks, "tasks", "sim", "where tasks come from: sim (simulated), sim-bins (simulated, in bins of family, k, locality and module, one family out of reach: what frontier steers), synth (validated live from the default modules by frog synth's machinery), or a task store (.jsonl) written by frog synth, drawn from by difficulty")
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "simulated agent's starting skill")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
 	o.TaskOpts.flags(f)
@@ -121,7 +124,7 @@ summary.json) is written unless --no-run-dir is given.`,
 
 // real says the run plays stored tasks in real sandboxes.
 func (o *simOptions) real() bool {
-	return o.Tasks != "sim" && o.Tasks != "synth" && o.Sandbox.Kind != "sim"
+	return o.Tasks != "sim" && o.Tasks != "sim-bins" && o.Tasks != "synth" && o.Sandbox.Kind != "sim"
 }
 
 func (o *simOptions) validate() error {
@@ -140,8 +143,8 @@ func (o *simOptions) validate() error {
 	if err := checkRunName(o.Name); err != nil {
 		return err
 	}
-	if o.Curriculum != "target" && o.Curriculum != "fixed" {
-		return usagef("--curriculum %q: want target or fixed", o.Curriculum)
+	if _, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed); err != nil {
+		return err
 	}
 	for name, v := range map[string]float64{"--time-scale": o.TimeScale, "--difficulty": o.Difficulty,
 		"--task-spread": o.TaskSpread, "--initial-skill": o.InitialSkill, "--learning-rate": o.LearningRate} {
@@ -215,11 +218,9 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		return err
 	}
 	defer release()
-	var cur synth.Curriculum = &synth.Fixed{D: o.Difficulty}
-	if o.Curriculum == "target" {
-		if cur, err = synth.NewTarget(o.TargetPassRate, o.Difficulty, o.CurriculumRate); err != nil {
-			return &UsageError{Err: err}
-		}
+	cur, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed)
+	if err != nil {
+		return err
 	}
 	oracle := policysim.NewOracle()
 	learner := policysim.NewLearner(o.InitialSkill, o.LearningRate, o.Seed, oracle)
@@ -229,11 +230,11 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	}
 	defer closeSrc()
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: oracleSource{Source: src, oracle: oracle, fix: simFix},
+		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, simFix),
 		Curriculum: cur, Log: log, Counters: new(actors.Counters),
 	}
 	if tenv != nil {
-		deps.Source = oracleSource{Source: tenv.q.Source(src), oracle: oracle, fix: tenv.oracleFix}
+		deps.Source = newOracleSource(tenv.q.Source(src), oracle, tenv.oracleFix)
 		deps.Harness = tenv.h
 	}
 
@@ -248,6 +249,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		}
 		defer dir.close()
 		deps.OnUpdate = dir.onUpdate(log)
+		deps.OnCurriculum = dir.onCurriculum(log)
 		log.Info().Str("dir", path).Msg("run directory")
 	}
 
@@ -327,6 +329,8 @@ func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.So
 	switch o.Tasks {
 	case "sim":
 		return synthsim.New(o.Seed, o.TaskSpread), func() {}, nil
+	case "sim-bins":
+		return synthsim.NewBinned(o.Seed, o.TaskSpread), func() {}, nil
 	case "synth":
 		work, cleanup, err := workDir("", "frog-sim-synth-")
 		if err != nil {

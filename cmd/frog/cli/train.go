@@ -47,6 +47,10 @@ type trainOptions struct {
 	Baselines      []string `json:"baselines,omitempty"`
 	TargetPassRate float64  `json:"target_pass_rate"`
 	StartDiff      float64  `json:"start_difficulty"`
+	// Curriculum is empty in the config of a run made before --curriculum
+	// (the target curriculum was the only one then).
+	Curriculum string        `json:"curriculum,omitempty"`
+	ReplayOpts replayOptions `json:"replay_options"`
 
 	Name   string `json:"name,omitempty"`
 	RunDir string `json:"-"`
@@ -68,8 +72,10 @@ modules (the pinned list by default, or --source) by the synth actor, or drawn
 from a store (--tasks); each is played G times (--group-size) in real sandboxes
 (docker when a daemon answers, else process sandboxes with a warning) by the
 neural repair policy, judged by the task's own tests; the learner turns each
-batch of groups into a GRPO update on the tensor backend (--device); the target
-curriculum keeps the training pass rate near --target-pass-rate.
+batch of groups into a GRPO update on the tensor backend (--device); the
+frontier curriculum (--curriculum) replays the tasks of highest expected
+learnability, retires hopeless and saturated ones and steers synthesis toward
+learnable bins.
 
 The policy: the protocol of the baselines (run the tests, measure coverage, rank
 lines by spectrum fault localisation, list template repairs at the most
@@ -125,6 +131,8 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.StringSliceVar(&o.Baselines, "baselines", []string{"fl-feedback", "random"}, "baselines evaluated on the held-out tasks at the start")
 	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "training pass rate the target curriculum aims at")
 	f.Float64Var(&o.StartDiff, "difficulty", 4, "difficulty the curriculum starts at")
+	f.StringVar(&o.Curriculum, "curriculum", "frontier", curriculumHelp()+"; target keeps the training pass rate at --target-pass-rate")
+	o.ReplayOpts.flags(f)
 	o.Sandbox.flags(f, "auto")
 	o.TaskOpts.flags(f)
 	f.StringVar(&o.Name, "name", "", "run name (default train-<UTC time>)")
@@ -273,9 +281,12 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command
 	if err != nil {
 		return err
 	}
-	cur, err := synth.NewTarget(o.TargetPassRate, o.StartDiff, 0.01)
+	if o.Curriculum == "" {
+		o.Curriculum = "target" // a run resumed from before --curriculum
+	}
+	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed)
 	if err != nil {
-		return &UsageError{Err: err}
+		return err
 	}
 	tr := &trainer{o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now()}
 	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
@@ -289,7 +300,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command
 	}
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: log,
-		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode,
+		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.onCurriculum(log),
 		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3},
 	}
 	tr.counters = deps.Counters

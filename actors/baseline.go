@@ -108,7 +108,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			}
 			if r.Kind == Completed {
 				curMu.Lock()
-				deps.Curriculum.Observe(r.Task, r.Trajectory.Reward)
+				deps.Curriculum.Observe(r.Task, r.Trajectory.Reward, r.Group)
 				curMu.Unlock()
 			}
 			gateMu.Lock()

@@ -82,7 +82,7 @@ func (c *curriculum) Receive(ctx actor.Context) {
 			c.record()
 		}
 		if m.Kind == Completed && m.Task != nil {
-			c.cur.Observe(m.Task, m.Reward)
+			c.cur.Observe(m.Task, m.Reward, m.Group)
 		}
 	case *GetStats:
 		st := c.cur.Stats()

@@ -14,18 +14,28 @@ import (
 	synthsim "github.com/frognano/frog/synth/sim"
 )
 
-// steeredToldSource is a toldSource over a steerable source.
-type steeredToldSource struct {
-	toldSource
-	steer synth.Steerable
+// binnedSource tells the simulated agent's oracle the true difficulty of
+// every task a binned source makes, asked for a difficulty or a bin.
+type binnedSource struct {
+	src    *synthsim.Binned
+	oracle *policysim.Oracle
 }
 
-func (s steeredToldSource) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
-	tasks, err := s.steer.TasksFor(ctx, n, k)
+func (s binnedSource) tell(tasks []env.Task, err error) ([]env.Task, error) {
 	for i := range tasks {
-		s.oracle.Add(tasks[i].ID, policysim.SimFix(&tasks[i]))
+		f := policysim.SimFix(&tasks[i])
+		f.Difficulty, _ = s.src.Truth(tasks[i].ID)
+		s.oracle.Add(tasks[i].ID, f)
 	}
 	return tasks, err
+}
+
+func (s binnedSource) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
+	return s.tell(s.src.Tasks(ctx, n, d))
+}
+
+func (s binnedSource) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	return s.tell(s.src.TasksFor(ctx, n, k))
 }
 
 // binnedRun runs the actors on the binned simulated source under strategy
@@ -46,10 +56,10 @@ func binnedRun(t *testing.T, strategy string, episodes int64, seed uint64) (Summ
 	}
 	oracle := policysim.NewOracle()
 	l := policysim.NewLearner(0, 0.004, seed, oracle)
-	src := synthsim.NewBinned(seed, 0.5)
+	src := synthsim.NewBinned(seed, 0.5, 0.5)
 	var mu sync.Mutex
 	var recs []CurriculumRecord
-	deps := Deps{Provider: prov, Learner: l, Source: steeredToldSource{toldSource{src, oracle}, src}, Curriculum: cur,
+	deps := Deps{Provider: prov, Learner: l, Source: binnedSource{src, oracle}, Curriculum: cur,
 		Log: zerolog.Nop(), OnCurriculum: func(r CurriculumRecord) {
 			mu.Lock()
 			recs = append(recs, r)

@@ -267,7 +267,7 @@ func (l *learner) report(ctx actor.Context, m *EpisodeResult) {
 	if m == nil || m.ReportTo == nil {
 		return
 	}
-	o := &Outcome{Episode: m.Episode, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
+	o := &Outcome{Episode: m.Episode, Group: m.Group, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
 	if m.Trajectory != nil {
 		o.Reward = m.Trajectory.Reward
 	}

@@ -99,6 +99,7 @@ type EpisodeResult struct {
 // any update it triggered). Version is the learner's version then.
 type Outcome struct {
 	Episode  uint64
+	Group    uint64
 	Task     *env.Task
 	Kind     OutcomeKind
 	Reward   float64

@@ -23,9 +23,17 @@ func TestControllerKeepsFreshTasksNearTheTarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := synthsim.NewBinned(3, 0.5)
+		src := synthsim.NewBinned(3, 0.5, 0.5)
 		rng := rand.New(rand.NewPCG(3, 4))
+		solves := func(task *env.Task) bool {
+			d, ok := src.Truth(task.ID)
+			if !ok {
+				t.Fatalf("no truth for %s", task.ID)
+			}
+			return rng.Float64() < 1/(1+math.Exp(d-skill))
+		}
 		var pass, n float64
+		var group uint64
 		const plans, g = 3000, 8
 		for i := range plans {
 			p := r.Plan(2)
@@ -44,29 +52,31 @@ func TestControllerKeepsFreshTasksNearTheTarget(t *testing.T) {
 				r.Admit(fresh)
 				tasks = append(tasks, fresh...)
 				for _, task := range fresh {
+					group++
 					for range g {
 						if i >= plans/2 {
 							n++
 						}
-						if rng.Float64() < 1/(1+math.Exp(task.Difficulty-skill)) {
+						if solves(task) {
 							if i >= plans/2 {
 								pass++
 							}
-							r.Observe(task, 1)
+							r.Observe(task, 1, group)
 						} else {
-							r.Observe(task, 0)
+							r.Observe(task, 0, group)
 						}
 					}
 				}
 				tasks = p.Replay
 			}
 			for _, task := range tasks {
+				group++
 				for range g {
 					rew := 0.0
-					if rng.Float64() < 1/(1+math.Exp(task.Difficulty-skill)) {
+					if solves(task) {
 						rew = 1
 					}
-					r.Observe(task, rew)
+					r.Observe(task, rew, group)
 				}
 			}
 			if i%4 == 3 {
@@ -78,8 +88,8 @@ func TestControllerKeepsFreshTasksNearTheTarget(t *testing.T) {
 	for _, skill := range []float64{0, 2.5} {
 		f, u := run(synth.StrategyFrontier, skill), run(synth.StrategyUniform, skill)
 		t.Logf("skill %v: fresh pass rate frontier %.3f, uniform %.3f", skill, f, u)
-		if math.Abs(f-0.5) > 0.15 {
-			t.Errorf("skill %v: frontier's fresh tasks pass %.3f of the time, want 0.5 ± 0.15", skill, f)
+		if math.Abs(f-0.5) > 0.08 {
+			t.Errorf("skill %v: frontier's fresh tasks pass %.3f of the time, want 0.5 ± 0.08", skill, f)
 		}
 		if math.Abs(f-0.5) >= math.Abs(u-0.5) {
 			t.Errorf("skill %v: frontier's fresh pass rate %.3f no nearer one half than uniform's %.3f", skill, f, u)

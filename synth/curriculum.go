@@ -25,9 +25,9 @@ type Curriculum interface {
 	Request() Request
 	// Synthesized reports what the synthesizer made for a request.
 	Synthesized(req Request, tasks []env.Task)
-	// Observe records the reward of one completed episode of task t.
-	// Infrastructure failures are never observed.
-	Observe(t *env.Task, reward float64)
+	// Observe records the reward of one completed episode of task t, played
+	// in GRPO group group. Infrastructure failures are never observed.
+	Observe(t *env.Task, reward float64, group uint64)
 	// Advance tells the curriculum that the policy is now at version.
 	Advance(version int64)
 	// Stats reports what the curriculum saw.
@@ -135,7 +135,7 @@ type Fixed struct {
 func (f *Fixed) Request() Request { return Request{Difficulty: f.D} }
 
 // Observe tallies the outcome.
-func (f *Fixed) Observe(t *env.Task, reward float64) { f.t.add(t.Difficulty, reward) }
+func (f *Fixed) Observe(t *env.Task, reward float64, _ uint64) { f.t.add(t.Difficulty, reward) }
 
 // Stats reports the tallies.
 func (f *Fixed) Stats() CurriculumStats { return f.t.stats("fixed", f.D) }
@@ -183,7 +183,7 @@ func (c *Target) Difficulty() float64 {
 func (c *Target) Request() Request { return Request{Difficulty: c.Difficulty()} }
 
 // Observe moves the ability estimate toward what the outcome says.
-func (c *Target) Observe(t *env.Task, reward float64) { c.observe(t.Difficulty, reward) }
+func (c *Target) Observe(t *env.Task, reward float64, _ uint64) { c.observe(t.Difficulty, reward) }
 
 func (c *Target) observe(difficulty, reward float64) {
 	c.t.add(difficulty, reward)

@@ -49,7 +49,7 @@ func TestNewTargetRejectsNonsense(t *testing.T) {
 func TestBins(t *testing.T) {
 	f := &Fixed{D: 1}
 	for _, o := range []struct{ d, r float64 }{{0.5, 1}, {0.7, 0}, {1.2, 1}, {-0.5, 0}} {
-		f.Observe(&env.Task{Difficulty: o.d}, o.r)
+		f.Observe(&env.Task{Difficulty: o.d}, o.r, 0)
 	}
 	st := f.Stats()
 	if len(st.Bins) != 3 || st.Bins[0].Lo != -1 || st.Bins[1].PassRate != 0.5 || st.Observed != 4 || st.PassRate != 0.5 {

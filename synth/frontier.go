@@ -137,7 +137,7 @@ type EstimateConfig struct {
 
 // DefaultEstimateConfig is what `frog train` and `frog sim` use.
 func DefaultEstimateConfig() EstimateConfig {
-	return EstimateConfig{Discount: 0.98, PriorStrength: 4, Lo: 0.05, Hi: 0.95, Confidence: 0.95}
+	return EstimateConfig{Discount: 0.995, PriorStrength: 4, Lo: 0.05, Hi: 0.95, Confidence: 0.95}
 }
 
 func (c EstimateConfig) validate() error {
@@ -173,7 +173,7 @@ func (e *evidence) scale(f float64) { e.pass *= f; e.fail *= f }
 // each policy update. It is plain synchronous code; one goroutine uses it.
 //
 // A bin's pooled pass rate is m = (1 + S)/(2 + S + F), S and F the bin's
-// discounted passes and failures; it lends each of its tasks the prior
+// discounted passes and failures in its tasks' first groups; it lends each of its tasks the prior
 // Beta(c·m, c·(1−m)) with c = min(2 + S + F, PriorStrength) (Beta(1, 1) for
 // a bin never seen when PriorStrength is 2). A task with discounted passes s
 // and failures f has the posterior Beta(c·m + s, c·(1−m) + f).
@@ -197,8 +197,12 @@ func NewEstimate(cfg EstimateConfig) (*Estimate, error) {
 	return &Estimate{cfg: cfg, tasks: make(map[string]*taskBelief), bins: make(map[string]*evidence)}, nil
 }
 
-// Observe records one outcome of task id, in bin.
-func (e *Estimate) Observe(id, bin string, reward float64) {
+// Observe records one outcome of task id, in bin. first says the outcome is
+// of the task's first group: only those pool into the bin, because they are
+// a fair draw of what the bin's fresh tasks do, where replays are chosen
+// for their scores (a bin whose fresh tasks mostly fail would look
+// learnable by the replays of its few learnable tasks).
+func (e *Estimate) Observe(id, bin string, reward float64, first bool) {
 	t := e.tasks[id]
 	if t == nil {
 		t = &taskBelief{bin: bin}
@@ -206,6 +210,9 @@ func (e *Estimate) Observe(id, bin string, reward float64) {
 	}
 	t.ev.add(reward)
 	t.tries++
+	if !first {
+		return
+	}
 	b := e.bins[bin]
 	if b == nil {
 		b = new(evidence)

@@ -45,7 +45,7 @@ func TestPosteriorAndPooledPrior(t *testing.T) {
 	// Task t1 in bin x: 3 passes, 1 failure. Bin x: S=3, F=1, m = 4/6,
 	// c = min(6, 4) = 4: prior Beta(8/3, 4/3); t1: Beta(8/3+3, 4/3+1).
 	for _, r := range []float64{1, 1, 0, 1} {
-		e.Observe("t1", "x", r)
+		e.Observe("t1", "x", r, true)
 	}
 	if a, b := e.Prior("x"); !near(a, 8.0/3) || !near(b, 4.0/3) {
 		t.Errorf("bin x prior Beta(%v, %v), want Beta(8/3, 4/3)", a, b)
@@ -70,12 +70,20 @@ func TestPosteriorAndPooledPrior(t *testing.T) {
 	if got := e.BinScore("x"); !near(got, 8.0/42) {
 		t.Errorf("bin score %v, want 8/42", got)
 	}
+	// A replay's outcome moves its task's posterior, not its bin's.
+	e.Observe("t1", "x", 0, false)
+	if a, b := e.Posterior("t1", "x"); !near(a, 8.0/3+3) || !near(b, 4.0/3+2) {
+		t.Errorf("t1 posterior after a replay Beta(%v, %v), want Beta(17/3, 10/3)", a, b)
+	}
+	if got := e.BinMean("x"); !near(got, 4.0/6) {
+		t.Errorf("a replay moved the bin's mean to %v", got)
+	}
 }
 
 func TestDiscountFadesEvidence(t *testing.T) {
 	e := newEst(t, 0.5, 0)
 	for range 8 {
-		e.Observe("t", "b", 0)
+		e.Observe("t", "b", 0, true)
 	}
 	// No pooled prior (strength 0): Beta(0+0, 0+8) → clamped a.
 	if _, b := e.Posterior("t", "b"); !near(b, 8) {
@@ -98,7 +106,7 @@ func TestOutsideTheBand(t *testing.T) {
 	e := newEst(t, 1, 0)
 	// Beta(ε, 59) with no prior: P(p < 0.05) ≈ 1; 2 of 2 is not confident.
 	for range 59 {
-		e.Observe("hopeless", "b", 0)
+		e.Observe("hopeless", "b", 0, true)
 	}
 	if h, s := e.Outside("hopeless"); !h || s {
 		t.Errorf("0 of 59: hopeless %v saturated %v, want hopeless", h, s)
@@ -108,13 +116,13 @@ func TestOutsideTheBand(t *testing.T) {
 	}
 	u := newEst(t, 1, 2)
 	// 2 of 2 with the pooled prior: Beta(1.5+2, 0.5): not confident.
-	u.Observe("lucky", "c", 1)
-	u.Observe("lucky", "c", 1)
+	u.Observe("lucky", "c", 1, true)
+	u.Observe("lucky", "c", 1, true)
 	if h, s := u.Outside("lucky"); h || s {
 		t.Errorf("2 of 2: hopeless %v saturated %v, want neither", h, s)
 	}
 	for range 57 {
-		u.Observe("t", "z", 0)
+		u.Observe("t", "z", 0, true)
 	}
 	// Bin z now has F = 57: m = 1/59, c = 2: prior Beta(2/59, 116/59),
 	// posterior Beta(0.034, 58.97): confident.

@@ -91,8 +91,13 @@ type FrontierStats struct {
 	// Replayed and Fresh count the tasks served of each kind.
 	Replayed int64 `json:"replayed"`
 	Fresh    int64 `json:"fresh"`
-	// FreshPassRate is the pass rate of fresh tasks' first group.
+	// FreshPassRate is the pass rate of fresh tasks' first group; Aim the
+	// pass rate the steering controller aims its bin choice at.
 	FreshPassRate float64 `json:"fresh_pass_rate"`
+	// SteeredPassRate is that of the fresh tasks of the bins and knobs the
+	// controller chose (the exploring requests left out).
+	SteeredPassRate float64 `json:"steered_pass_rate"`
+	Aim             float64 `json:"controller_aim"`
 	// MeanHistogram counts active tried tasks by posterior mean, in
 	// fifths [0, 0.2), …, [0.8, 1].
 	MeanHistogram [5]int `json:"mean_histogram"`
@@ -121,6 +126,10 @@ type entry struct {
 	last    int64 // the plan that last served it
 	served  int64
 	retired bool
+	// seen says an outcome arrived; firstGroup is the group it came from.
+	// A task is replayed only once seen, so that group is its first.
+	seen       bool
+	firstGroup uint64
 }
 
 // Replay is the replay-buffer curriculum: the estimate, a buffer of the
@@ -137,11 +146,22 @@ type Replay struct {
 	tick    int64
 	version int64
 	taken   int // fresh tasks admitted
+	// plannedFresh counts fresh tasks planned (fixed-set strategies).
+	plannedFresh int
 
-	freshPass, freshN int64
-	requested, yield  map[string]int64
-	t                 tally
-	st                FrontierStats
+	freshPass, freshN     int64
+	steeredPass, steeredN int64
+	// aim is the pass rate the bin choice aims at: an integral controller
+	// moves it so that fresh tasks pass the target's share of the time.
+	aim              float64
+	requested, yield map[string]int64
+	// reqOf is the request (knobs key) each fresh task was made for, and
+	// reqEv the first-group outcomes of each request's tasks (discounted as
+	// the estimate is): what asking for one knob alone yields.
+	reqOf map[string]string
+	reqEv map[string]*evidence
+	t     tally
+	st    FrontierStats
 }
 
 // NewReplay returns a Replay curriculum.
@@ -169,8 +189,9 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Replay{cfg: cfg, est: est, target: target, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7265706c6179)),
-		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{}}, nil
+	return &Replay{cfg: cfg, est: est, target: target, aim: target.PassRate, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7265706c6179)),
+		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{},
+		reqOf: map[string]string{}, reqEv: map[string]*evidence{}}, nil
 }
 
 // Estimate is the curriculum's estimate (read it from the curriculum's
@@ -188,39 +209,37 @@ func (r *Replay) frontierLike() bool {
 // Plan chooses up to n tasks to replay and leaves the rest to fresh tasks.
 func (r *Replay) Plan(n int) Plan {
 	r.tick++
-	var fresh int
-	if r.fixedSet() {
-		fresh = min(n, max(0, r.cfg.FixedSet-r.taken))
-	} else {
-		fresh = r.round(float64(n) * r.cfg.FreshShare)
-	}
 	cands := r.candidates()
-	want := n - fresh
+	var p Plan
 	var picked []*entry
-	switch {
-	case r.fixedSet() && len(cands) > 0 && want > 0:
-		// A fixed set never asks for more: draw with replacement if need be.
+	if r.fixedSet() {
+		// The set's tasks are planned (not yet admitted, perhaps) until it
+		// is full; after that only replays, with replacement if need be.
+		p.Fresh = min(n, max(0, r.cfg.FixedSet-r.plannedFresh))
+		want := n - p.Fresh
 		picked = r.draw(cands, want, len(cands) < want)
-	case !r.fixedSet():
+		if len(picked) < want && len(r.buf) > 0 {
+			// Nothing (or too little) replayable: every task of the set
+			// is retired or unplayed. Replay the least recently played
+			// rather than ask for tasks outside the set.
+			all := slices.Clone(r.buf)
+			sort.SliceStable(all, func(i, j int) bool { return all[i].last < all[j].last })
+			for i := 0; len(picked) < want; i++ {
+				picked = append(picked, all[i%len(all)])
+			}
+		}
+		// More than the set only while nothing is there to replay.
+		p.Fresh = n - len(picked)
+		r.plannedFresh += p.Fresh
+	} else {
+		want := n - r.round(float64(n)*r.cfg.FreshShare)
 		picked = r.draw(cands, min(want, len(cands)), false)
+		p.Fresh = n - len(picked)
 	}
-	p := Plan{Replay: make([]*env.Task, len(picked))}
+	p.Replay = make([]*env.Task, len(picked))
 	for i, e := range picked {
 		e.last, e.served = r.tick, e.served+1
 		p.Replay[i] = e.t
-	}
-	p.Fresh = n - len(p.Replay)
-	if r.fixedSet() && r.taken >= r.cfg.FixedSet && len(cands) == 0 {
-		// Every task of the set is retired: replay the least recently
-		// played rather than ask for tasks outside the set.
-		p.Fresh = 0
-		all := slices.Clone(r.buf)
-		sort.SliceStable(all, func(i, j int) bool { return all[i].last < all[j].last })
-		for i := 0; i < n && len(all) > 0; i++ {
-			e := all[i%len(all)]
-			e.last, e.served = r.tick, e.served+1
-			p.Replay = append(p.Replay, e.t)
-		}
 	}
 	r.st.Replayed += int64(len(p.Replay))
 	return p
@@ -239,6 +258,12 @@ func (r *Replay) round(x float64) int {
 func (r *Replay) candidates() []*entry {
 	out := make([]*entry, 0, len(r.buf))
 	for _, e := range r.buf {
+		if !e.seen && r.cfg.Strategy != StrategyOffline && r.cfg.Strategy != StrategyUniform {
+			// Not before its first group's outcomes: a task's first
+			// outcomes must come from its first group (a fair draw of its
+			// bin), and an unplayed task has nothing to be chosen for.
+			continue
+		}
 		switch r.cfg.Strategy {
 		case StrategyFrontier, StrategyFrontierNoSynth:
 			if e.retired {
@@ -348,19 +373,24 @@ func (r *Replay) Admit(tasks []*env.Task) {
 			}
 		}
 		delete(r.byID, r.buf[worst].t.ID)
+		delete(r.reqOf, r.buf[worst].t.ID)
 		r.buf = slices.Delete(r.buf, worst, worst+1)
 		r.st.Evicted++
 	}
 }
 
-// Request asks for fresh tasks. Frontier names the bin of highest value
-// among the bins seen: with m = (1 + S)/(2 + S + F) the bin's pooled pass
-// rate (S, F its discounted passes and failures) and sd = √(m(1−m)/(3+S+F))
-// its uncertainty, the value is 1 − ((m − τ)/max(τ, 1 − τ))² + sd for the
-// target pass rate τ (an optimistic bound: uncertain bins are tried, bins
-// whose evidence has faded are tried again), times 1 − f/(10(f + 16)) for
-// the f frontier tasks the buffer holds of it, so that requests move on to
-// bins where the frontier is thin. A share Explore of requests asks for
+// Request asks for fresh tasks. Frontier names the candidate of highest
+// value among the bins seen and each knob value seen alone (candidates4): with m = (1 + S)/(2 + S + F) the bin's pooled pass
+// rate (S, F its discounted passes and failures in first groups) and
+// sd = √(m(1−m)/(3+S+F)) its uncertainty, the value is
+// 1 − ((m − a)/max(a, 1 − a))² + sd (an optimistic bound: uncertain bins are
+// tried, bins whose evidence has faded are tried again), times
+// 1 − f/(10(f + 16)) for the f frontier tasks the buffer holds of it, so
+// that requests move on to bins where the frontier is thin. The aim a is an
+// integral controller's: each outcome r of the first group of a fresh task
+// of a bin or knob it chose moves it by 0.002·(τ − r), τ the target pass rate
+// (0.5), within τ ± 0.2, so that those tasks pass τ of the time even
+// though the bins' pooled means lag behind a policy that learns. A share Explore of requests asks for
 // any bin, to find bins never seen. Frontier's requests also carry a
 // difficulty aimed at τ (a Target) for sources that take only a
 // difficulty. The other strategies ask for the synthesizer's own mix.
@@ -374,31 +404,111 @@ func (r *Replay) Request() Request {
 	if len(bins) == 0 || r.rng.Float64() < r.cfg.Explore {
 		return req
 	}
+	cands := r.candidates4(bins)
+	tau := r.aim
+	best, bestV := -1, math.Inf(-1)
+	for i, c := range cands {
+		if v := binValue(c.ev, tau, c.front); v > bestV {
+			best, bestV = i, v
+		}
+	}
+	r.st.Steered++
+	k := cands[best].k
+	req.Knobs = &k
+	return req
+}
+
+// steerCandidate is a bin, or one knob alone, that a request may name.
+type steerCandidate struct {
+	k     Knobs
+	ev    evidence
+	front int
+}
+
+// candidates4 are the bins seen, with their pooled evidence, and, for each
+// value seen of each of the four knobs, that knob alone, with the evidence
+// of the fresh tasks made when it was asked for alone (none at first: an
+// optimistic value, so each is tried): asking for one knob finds bins
+// never seen near those that proved learnable.
+func (r *Replay) candidates4(bins []string) []steerCandidate {
 	front := map[string]int{}
 	for _, e := range r.buf {
 		if r.onFrontier(e) {
 			front[e.bin]++
 		}
 	}
-	tau := r.target.PassRate
-	best, bestV := "", math.Inf(-1)
-	for _, b := range bins {
-		if v := r.binValue(b, tau, front[b]); v > bestV {
-			best, bestV = b, v
+	var out []steerCandidate
+	marg := map[Knobs]int{} // index in out
+	add := func(k Knobs, f int) {
+		i, ok := marg[k]
+		if !ok {
+			i = len(out)
+			c := steerCandidate{k: k}
+			if ev := r.reqEv[k.Key()]; ev != nil {
+				c.ev = *ev
+			}
+			out = append(out, c)
+			marg[k] = i
 		}
+		out[i].front += f
 	}
-	k, err := ParseKnobs(best)
-	if err != nil {
-		return req
+	for _, b := range bins {
+		k, err := ParseKnobs(b)
+		if err != nil {
+			continue
+		}
+		ev, f := *r.est.bins[b], front[b]
+		out = append(out, steerCandidate{k: k, ev: ev, front: f})
 	}
-	r.st.Steered++
-	req.Knobs = &k
-	return req
+	for _, b := range bins {
+		k, err := ParseKnobs(b)
+		if err != nil {
+			continue
+		}
+		f := front[b]
+		add(Knobs{Family: k.Family}, f)
+		add(Knobs{K: k.K}, f)
+		add(Knobs{Locality: k.Locality}, f)
+		add(Knobs{Module: k.Module}, f)
+	}
+	return out
 }
 
-// binValue is Request's value of bin b at target tau with f frontier tasks.
-func (r *Replay) binValue(b string, tau float64, f int) float64 {
-	ev := r.est.bins[b]
+// observeRequest files an outcome of a fresh task's first group under the
+// request the task was made for; one of a bin the controller chose also
+// moves the controller's aim.
+func (r *Replay) observeRequest(id string, reward float64) {
+	k, ok := r.reqOf[id]
+	if !ok {
+		return
+	}
+	ev := r.reqEv[k]
+	if ev == nil {
+		ev = new(evidence)
+		r.reqEv[k] = ev
+	}
+	ev.add(reward)
+	if kn, err := ParseKnobs(k); err != nil || kn == (Knobs{}) {
+		return
+	}
+	// Only tasks of a bin (or knob) the controller chose feed it: it
+	// corrects the lag of the pooled means behind a policy that learns;
+	// the exploring requests are not its to correct. Within ±0.2 of the
+	// target: no wind-up when no bin can reach it.
+	tau := r.target.PassRate
+	r.aim = math.Min(tau+0.2, math.Max(tau-0.2, r.aim+aimRate*(tau-reward)))
+	r.steeredN++
+	if reward > 0 {
+		r.steeredPass++
+	}
+}
+
+// aimRate is the integral controller's step per fresh outcome.
+const aimRate = 0.002
+
+// binValue is Request's value of a candidate with evidence ev and f
+// frontier tasks, at aim tau.
+func binValue(ev evidence, tau float64, f int) float64 {
 	n := 2 + ev.pass + ev.fail
 	m := (1 + ev.pass) / n
 	d := (m - tau) / math.Max(tau, 1-tau)
@@ -412,25 +522,32 @@ func (r *Replay) Synthesized(req Request, tasks []env.Task) {
 	}
 	for i := range tasks {
 		r.yield[BinOf(&tasks[i]).Key()]++
+		if req.Knobs != nil && r.cfg.Strategy == StrategyFrontier {
+			r.reqOf[tasks[i].ID] = req.Knobs.Key()
+		}
 	}
 }
 
 // Observe records an outcome; a frontier strategy retires the task when it
 // is confidently outside the band.
-func (r *Replay) Observe(t *env.Task, reward float64) {
+func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 	r.t.add(t.Difficulty, reward)
 	e := r.byID[t.ID]
-	bin := BinOf(t).Key()
+	bin, first := BinOf(t).Key(), true
 	if e != nil {
-		bin = e.bin
-		if e.served == 1 {
+		if !e.seen {
+			e.seen, e.firstGroup = true, group
+		}
+		bin, first = e.bin, group == e.firstGroup
+		if first {
 			r.freshN++
 			if reward > 0 {
 				r.freshPass++
 			}
+			r.observeRequest(t.ID, reward)
 		}
 	}
-	r.est.Observe(t.ID, bin, reward)
+	r.est.Observe(t.ID, bin, reward, first)
 	if r.cfg.Strategy == StrategyFrontier || r.cfg.Strategy == StrategyFrontierNoSynth {
 		r.target.observe(t.Difficulty, reward)
 	}
@@ -450,6 +567,10 @@ func (r *Replay) Advance(version int64) {
 		return
 	}
 	r.est.Discount(int(version - r.version))
+	f := math.Pow(r.cfg.Estimate.Discount, float64(version-r.version))
+	for _, ev := range r.reqEv {
+		ev.scale(f)
+	}
 	r.version = version
 	for _, e := range r.buf {
 		if !e.retired {
@@ -509,6 +630,10 @@ func (r *Replay) Stats() CurriculumStats {
 		f.Bins = append(f.Bins, *b)
 	}
 	sort.Slice(f.Bins, func(i, j int) bool { return f.Bins[i].Bin < f.Bins[j].Bin })
+	f.Aim = r.aim
+	if r.steeredN > 0 {
+		f.SteeredPassRate = float64(r.steeredPass) / float64(r.steeredN)
+	}
 	if r.freshN > 0 {
 		f.FreshPassRate = float64(r.freshPass) / float64(r.freshN)
 	}

@@ -37,7 +37,7 @@ func kinds(t *testing.T, r *Replay, n int) map[string]string {
 				if k == "easy" || (k == "frontier" && j%2 == 0) {
 					rew = 1
 				}
-				r.Observe(task, rew)
+				r.Observe(task, rew, 1)
 			}
 		}
 	}
@@ -87,10 +87,10 @@ func TestRetireAndReturn(t *testing.T) {
 	other := &env.Task{ID: "o", Bin: "token/1/single/m"}
 	r.Admit([]*env.Task{hopeless, other})
 	for range 40 {
-		r.Observe(hopeless, 0)
+		r.Observe(hopeless, 0, 1)
 	}
-	r.Observe(other, 1)
-	r.Observe(other, 0)
+	r.Observe(other, 1, 2)
+	r.Observe(other, 0, 2)
 	st := r.Stats().Frontier
 	if st.Retired != 1 || st.RetiredTotal != 1 {
 		t.Fatalf("after 0 of 40: retired %d (total %d), want 1", st.Retired, st.RetiredTotal)
@@ -175,25 +175,47 @@ func TestStrategiesChooseAsSpecified(t *testing.T) {
 	}
 }
 
+// TestRequestsSteerToLearnableBins plays a world of two bins, one whose
+// tasks pass half of the time and one whose tasks never pass: the
+// requests, after trying both and each knob alone, make most tasks in the
+// learnable bin.
 func TestRequestsSteerToLearnableBins(t *testing.T) {
-	r := newReplay(t, func(c *ReplayConfig) { c.Explore = 0.2 })
-	half := &env.Task{ID: "a", Bin: "token/1/single/m"}
-	never := &env.Task{ID: "b", Bin: "stmt/1/single/m"}
-	r.Admit([]*env.Task{half, never})
-	for i := range 40 {
-		r.Observe(half, float64(i%2))
-		r.Observe(never, 0)
-	}
-	count := map[string]int{}
-	for range 1000 {
+	r := newReplay(t, nil)
+	bins := []Knobs{{Family: "token", K: 1, Locality: "single", Module: "m"}, {Family: "stmt", K: 1, Locality: "single", Module: "m"}}
+	made := map[string]int{}
+	var group uint64
+	for i := range 400 {
 		req := r.Request()
 		if req.Knobs == nil {
 			t.Fatal("frontier request without knobs")
 		}
-		count[req.Knobs.Key()]++
+		var match []Knobs
+		for _, b := range bins {
+			if req.Knobs.Matches(b) {
+				match = append(match, b)
+			}
+		}
+		b := match[i%len(match)]
+		task := env.Task{ID: fmt.Sprintf("t%d", i), Bin: b.Key()}
+		r.Synthesized(req, []env.Task{task})
+		r.Admit([]*env.Task{&task})
+		group++
+		for j := range 8 {
+			rew := 0.0
+			if b.Family == "token" && j%2 == 0 {
+				rew = 1
+			}
+			r.Observe(&task, rew, group)
+		}
+		if i >= 200 {
+			made[b.Family]++
+		}
 	}
-	if count[half.Bin] < 700 || count[never.Bin] > 20 || count[(Knobs{}).Key()] < 150 {
-		t.Errorf("requests by bin %v: want most at %s, a fifth exploring, almost none at %s", count, half.Bin, never.Bin)
+	if made["token"] < 170 {
+		t.Errorf("tasks made in the second half by family %v: want most in the learnable bin", made)
+	}
+	if st := r.Stats().Frontier; st.Steered == 0 || st.SteeredPassRate < 0.4 {
+		t.Errorf("steered %d requests, their tasks pass %.3f; want near one half", st.Steered, st.SteeredPassRate)
 	}
 	u := newReplay(t, func(c *ReplayConfig) { c.Strategy = StrategyUniform })
 	if req := u.Request(); req.Knobs == nil || *req.Knobs != (Knobs{}) {

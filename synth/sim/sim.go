@@ -6,7 +6,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -68,25 +67,35 @@ const seedTag = 0x73796e7468 // "synth"
 // Binned makes simulated tasks in difficulty bins, as the real synthesizer
 // makes them: an operator family, k mutations, their locality and a module
 // each shift a task's difficulty, and one family (stmt: a statement
-// deleted, as a template policy can never undo) is out of reach. It is a
-// synth.Steerable: asked for a bin, it makes tasks in that bin; asked for a
-// difficulty, in the bins whose difficulty lies nearest. Safe for
-// concurrent use; its output depends only on the seed and the order of the
-// calls.
+// deleted, as a template policy can never undo) is out of reach.
+//
+// A task's Difficulty is the synthesizer's estimate, as a real one's is:
+// its true difficulty plus noise (EstimateNoise), and blind to what puts a
+// stmt task out of reach (the estimate leaves Hopeless out). The true
+// difficulty, which decides the simulated agent's chance, is told only to
+// whoever asks Truth (the oracle).
+//
+// It is a synth.Steerable: asked for a bin, it makes tasks in that bin;
+// asked for a difficulty, in the bins whose estimated difficulty lies
+// nearest. Safe for concurrent use; its output depends only on the seed and
+// the order of the calls.
 type Binned struct {
-	// Spread is the standard deviation of a task's difficulty around its
-	// bin's.
-	Spread float64
-	bins   []binSpec
-	mu     sync.Mutex
-	rng    *rand.Rand
-	next   uint64
-	prefix string
+	// Spread is the standard deviation of a task's true difficulty around
+	// its bin's; EstimateNoise that of the estimate around the truth.
+	Spread        float64
+	EstimateNoise float64
+	bins          []binSpec
+	truth         sync.Map // task id -> true difficulty
+	mu            sync.Mutex
+	rng           *rand.Rand
+	next          uint64
+	prefix        string
 }
 
 type binSpec struct {
 	k synth.Knobs
-	d float64
+	d float64 // true
+	e float64 // what the estimate sees: d without Hopeless
 }
 
 var (
@@ -107,18 +116,18 @@ var (
 )
 
 // NewBinned returns a binned source over the training modules.
-func NewBinned(seed uint64, spread float64) *Binned {
-	return newBinned(seed, spread, Modules, "sim")
+func NewBinned(seed uint64, spread, noise float64) *Binned {
+	return newBinned(seed, spread, noise, Modules, "sim")
 }
 
 // NewHeldout returns a binned source over HeldoutModules, whose task ids
 // differ from a training source's.
-func NewHeldout(seed uint64, spread float64) *Binned {
-	return newBinned(seed, spread, HeldoutModules, "heldout")
+func NewHeldout(seed uint64, spread, noise float64) *Binned {
+	return newBinned(seed, spread, noise, HeldoutModules, "heldout")
 }
 
-func newBinned(seed uint64, spread float64, modules map[string]float64, prefix string) *Binned {
-	b := &Binned{Spread: spread, rng: rand.New(rand.NewPCG(seed, seedTag^0x62696e)), prefix: prefix}
+func newBinned(seed uint64, spread, noise float64, modules map[string]float64, prefix string) *Binned {
+	b := &Binned{Spread: spread, EstimateNoise: noise, rng: rand.New(rand.NewPCG(seed, seedTag^0x62696e)), prefix: prefix}
 	for _, fam := range []string{"token", "guard", "stmt"} {
 		for _, kl := range []struct {
 			k   int
@@ -126,8 +135,12 @@ func newBinned(seed uint64, spread float64, modules map[string]float64, prefix s
 			d   float64
 		}{{1, "single", 0}, {2, "func", 1.5}, {2, "spread", 2.5}, {3, "func", 3}, {3, "spread", 4}} {
 			for _, mod := range sortedKeys(modules) {
-				b.bins = append(b.bins, binSpec{k: synth.Knobs{Family: fam, K: kl.k, Locality: kl.loc, Module: mod},
-					d: Families[fam] + kl.d + modules[mod]})
+				d := Families[fam] + kl.d + modules[mod]
+				e := d
+				if fam == "stmt" {
+					e -= Hopeless
+				}
+				b.bins = append(b.bins, binSpec{k: synth.Knobs{Family: fam, K: kl.k, Locality: kl.loc, Module: mod}, d: d, e: e})
 			}
 		}
 	}
@@ -167,22 +180,34 @@ func (b *Binned) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task
 	return out, nil
 }
 
-// Tasks returns n tasks from the bins whose difficulty lies nearest
-// difficulty (the nearest three, each equally likely).
+// Tasks returns n tasks near difficulty, as a real synthesizer's pool
+// sorted by its estimates serves them: each from a bin drawn with weight
+// exp(−(e − difficulty)²/2σ²), e the bin's estimated difficulty and σ = 0.5,
+// so that bins whose estimates tie (a stmt bin and its guard twin) are
+// equally likely.
 func (b *Binned) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	near := slices.Clone(b.bins)
-	slices.SortStableFunc(near, func(x, y binSpec) int {
-		return cmp.Compare(math.Abs(x.d-difficulty), math.Abs(y.d-difficulty))
-	})
-	near = near[:min(3, len(near))]
+	w := make([]float64, len(b.bins))
+	var sum float64
+	for i, s := range b.bins {
+		x := (s.e - difficulty) / 0.5
+		w[i] = math.Exp(-x * x / 2)
+		sum += w[i]
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]env.Task, n)
 	for i := range out {
-		out[i] = b.task(near[b.rng.IntN(len(near))])
+		j := len(w) - 1 // far from every bin: the last
+		if sum > 0 {
+			u := b.rng.Float64() * sum
+			for j = 0; j < len(w)-1 && u >= w[j]; j++ {
+				u -= w[j]
+			}
+		}
+		out[i] = b.task(b.bins[j])
 	}
 	return out, nil
 }
@@ -191,13 +216,26 @@ func (b *Binned) task(s binSpec) env.Task {
 	id := b.next
 	b.next++
 	patch := fmt.Sprintf("// fixed %s %d\n", b.prefix, id)
-	return env.Task{
+	dev := b.Spread * b.rng.NormFloat64()
+	t := env.Task{
 		ID:         fmt.Sprintf("%s-%08d", b.prefix, id),
 		Repo:       s.k.Module,
 		Bin:        s.k.Key(),
-		Difficulty: s.d + b.Spread*b.rng.NormFloat64(),
+		Difficulty: s.e + dev + b.EstimateNoise*b.rng.NormFloat64(),
 		File:       File,
 		Patch:      patch,
 		TestCmd:    []string{"sh", "-c", fmt.Sprintf("test \"$(cat %s)\" = %q", File, patch[:len(patch)-1])},
 	}
+	b.truth.Store(t.ID, s.d+dev)
+	return t
+}
+
+// Truth is the true difficulty of task id, made by this source: what the
+// simulated agent's oracle is told, never a curriculum.
+func (b *Binned) Truth(id string) (float64, bool) {
+	v, ok := b.truth.Load(id)
+	if !ok {
+		return 0, false
+	}
+	return v.(float64), true
 }

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/frognano/frog/env"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
+	synthsim "github.com/frognano/frog/synth/sim"
 )
 
 // oracleSource tells the simulated agent's oracle (frog sim's named
@@ -61,3 +63,22 @@ func (s oracleSource) tell(ctx context.Context, tasks []env.Task, err error) ([]
 
 // simFix is the fix of a task of the simulated sandboxes.
 func simFix(_ context.Context, t *env.Task) (policysim.Fix, error) { return policysim.SimFix(t), nil }
+
+// fixFor is the fix function of a simulated source: a binned source tells
+// the oracle each task's true difficulty, which the task's own estimate
+// (what curricula see) is not.
+func fixFor(src synth.Source) func(context.Context, *env.Task) (policysim.Fix, error) {
+	b, ok := src.(*synthsim.Binned)
+	if !ok {
+		return simFix
+	}
+	return func(_ context.Context, t *env.Task) (policysim.Fix, error) {
+		f := policysim.SimFix(t)
+		d, ok := b.Truth(t.ID)
+		if !ok {
+			return f, fmt.Errorf("sim: task %s was not made by this source", t.ID)
+		}
+		f.Difficulty = d
+		return f, nil
+	}
+}

@@ -37,6 +37,7 @@ type simOptions struct {
 	TargetPassRate float64 `json:"target_pass_rate"`
 	CurriculumRate float64 `json:"curriculum_rate"`
 	TaskSpread     float64 `json:"task_spread"`
+	EstimateNoise  float64 `json:"estimate_noise,omitempty"`
 	Tasks          string  `json:"tasks"`
 	InitialSkill   float64 `json:"initial_skill"`
 	LearningRate   float64 `json:"learning_rate"`
@@ -93,6 +94,7 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.IntVar(&o.Run.MaxBatch, "max-batch", o.Run.MaxBatch, "most act requests per inference batch")
 	f.DurationVar(&o.Run.MaxWait, "max-wait", 0, "longest a request waits for its batch to fill (0: natural batching)")
 	f.IntVar(&o.Run.InferenceWorkers, "inference-workers", o.Run.InferenceWorkers, "inference batches run at once")
+	f.IntVar(&o.Run.TaskRefill, "task-refill", o.Run.TaskRefill, "fewest tasks asked of the synthesizer at once (small: a steering curriculum acts sooner)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of every random choice")
 	o.Sandbox.flags(f, "sim")
 	f.Float64Var(&o.TimeScale, "time-scale", 0, "multiplier of simulated latencies (0: no waiting, 1: real time)")
@@ -103,6 +105,7 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.Float64Var(&o.CurriculumRate, "curriculum-rate", 0.01, "step of the target curriculum's ability estimate per outcome")
 	f.Float64Var(&o.TaskSpread, "task-spread", 0.5, "standard deviation of a task's difficulty around the one asked for (--tasks sim)")
 	o.ReplayOpts.flags(f)
+	f.Float64Var(&o.EstimateNoise, "estimate-noise", 0.5, "standard deviation of a task's difficulty estimate around its true difficulty (--tasks sim-bins)")
 	f.StringVar(&o.Tasks, "tasks", "sim", "where tasks come from: sim (simulated), sim-bins (simulated, in bins of family, k, locality and module, one family out of reach: what frontier steers), synth (validated live from the default modules by frog synth's machinery), or a task store (.jsonl) written by frog synth, drawn from by difficulty")
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "simulated agent's starting skill")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
@@ -230,7 +233,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	}
 	defer closeSrc()
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, simFix),
+		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, fixFor(src)),
 		Curriculum: cur, Log: log, Counters: new(actors.Counters),
 	}
 	if tenv != nil {
@@ -330,7 +333,7 @@ func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.So
 	case "sim":
 		return synthsim.New(o.Seed, o.TaskSpread), func() {}, nil
 	case "sim-bins":
-		return synthsim.NewBinned(o.Seed, o.TaskSpread), func() {}, nil
+		return synthsim.NewBinned(o.Seed, o.TaskSpread, o.EstimateNoise), func() {}, nil
 	case "synth":
 		work, cleanup, err := workDir("", "frog-sim-synth-")
 		if err != nil {

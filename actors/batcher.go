@@ -12,6 +12,11 @@ import (
 type batcher struct {
 	groupsPerUpdate int
 	maxStaleness    int
+	// refill drops groups whose rewards are all equal when they close:
+	// they count toward no batch, and the learner tells the scheduler to
+	// plan another group in their place.
+	refill  bool
+	dropped bool // a group was dropped since the last takeRefill
 
 	groups map[uint64]*groupAcc
 	ready  []policy.Group
@@ -27,11 +32,15 @@ type groupAcc struct {
 
 // batchStats are the batcher's tallies, copied into LearnerStats.
 type batchStats struct {
-	results, groups, trajectories, zeroSignal, staleDropped, maxStalenessSeen int64
+	results, groups, trajectories, zeroSignal, staleDropped, maxStalenessSeen, refilled int64
 }
 
 func newBatcher(groupsPerUpdate, maxStaleness int) *batcher {
-	return &batcher{groupsPerUpdate: groupsPerUpdate, maxStaleness: maxStaleness, groups: make(map[uint64]*groupAcc)}
+	return newRefillBatcher(groupsPerUpdate, maxStaleness, false)
+}
+
+func newRefillBatcher(groupsPerUpdate, maxStaleness int, refill bool) *batcher {
+	return &batcher{groupsPerUpdate: groupsPerUpdate, maxStaleness: maxStaleness, refill: refill, groups: make(map[uint64]*groupAcc)}
 }
 
 // add files one result under its group, closes the group when all its
@@ -68,10 +77,27 @@ func (b *batcher) closeAll() bool {
 // even when none of its members completed, so the learner keeps the pace the
 // scheduler's staleness gate assumes.
 func (b *batcher) close(g *groupAcc) {
+	pg := policy.Group{Trajectories: g.trajs}
+	if b.refill && len(g.trajs) > 0 && policy.Variance(pg.Rewards()) == 0 {
+		b.st.groups++
+		b.st.trajectories += int64(len(g.trajs))
+		b.st.zeroSignal++
+		b.st.refilled++
+		b.dropped = true
+		return
+	}
 	b.closed++
 	if len(g.trajs) > 0 {
 		b.ready = append(b.ready, policy.Group{Task: g.task, Trajectories: g.trajs})
 	}
+}
+
+// takeRefill says whether a group was dropped for want of signal since the
+// last call.
+func (b *batcher) takeRefill() bool {
+	d := b.dropped
+	b.dropped = false
+	return d
 }
 
 // take hands out the closed groups; fresh judges them when they are used.
@@ -120,6 +146,7 @@ func (b *batcher) fill(st *LearnerStats) {
 	st.Results, st.Groups, st.Trajectories = b.st.results, b.st.groups, b.st.trajectories
 	st.ZeroSignalGroups, st.StaleDropped, st.MaxStalenessSeen = b.st.zeroSignal, b.st.staleDropped, b.st.maxStalenessSeen
 	st.MaxStaleness = b.maxStaleness
+	st.RefilledGroups = b.st.refilled
 	if st.Groups > 0 {
 		st.ZeroSignalShare = float64(st.ZeroSignalGroups) / float64(st.Groups)
 	}

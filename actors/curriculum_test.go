@@ -110,3 +110,39 @@ func TestFrontierThroughTheActors(t *testing.T) {
 		t.Errorf("zero-signal share frontier %.3f, uniform %.3f", sum.Learner.ZeroSignalShare, usum.Learner.ZeroSignalShare)
 	}
 }
+
+// TestRefillZeroVariance drops every group whose rewards are all equal and
+// plans another in its place: every update's groups have signal, the
+// dropped share is counted, and the run neither stalls nor loses an
+// episode, even on tasks most of which nobody can solve.
+func TestRefillZeroVariance(t *testing.T) {
+	for _, refill := range []bool{false, true} {
+		deps, _, _ := simDeps(t, simSetup{seed: 4, curriculum: &synth.Fixed{D: 2}})
+		var mu sync.Mutex
+		var zeroInUpdates int
+		deps.OnUpdate = func(r UpdateRecord) {
+			mu.Lock()
+			zeroInUpdates += r.ZeroSignalGroups
+			mu.Unlock()
+		}
+		cfg := testConfig(4000, 64)
+		cfg.RefillZeroVariance = refill
+		sum, err := Run(context.Background(), cfg, deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, sum, 4000)
+		l := sum.Learner
+		t.Logf("refill %v: updates %d, groups %d, zero-signal %d (%.3f), refilled %d, zero-signal groups in updates %d",
+			refill, l.Updates, l.Groups, l.ZeroSignalGroups, l.ZeroSignalShare, l.RefilledGroups, zeroInUpdates)
+		if l.ZeroSignalShare < 0.2 {
+			t.Fatalf("refill %v: zero-signal share %.3f: the test needs many such groups", refill, l.ZeroSignalShare)
+		}
+		switch {
+		case refill && (zeroInUpdates != 0 || l.RefilledGroups != l.ZeroSignalGroups):
+			t.Errorf("refill: %d zero-signal groups reached updates, %d of %d refilled", zeroInUpdates, l.RefilledGroups, l.ZeroSignalGroups)
+		case !refill && (zeroInUpdates == 0 || l.RefilledGroups != 0):
+			t.Errorf("no refill: %d zero-signal groups in updates, %d refilled", zeroInUpdates, l.RefilledGroups)
+		}
+	}
+}

@@ -46,9 +46,12 @@ type LearnerStats struct {
 	// ZeroSignalGroups are groups whose rewards were all equal.
 	ZeroSignalGroups int64   `json:"zero_signal_groups"`
 	ZeroSignalShare  float64 `json:"zero_signal_share"`
-	StaleDropped     int64   `json:"stale_dropped"`
-	MaxStalenessSeen int64   `json:"max_staleness_seen"`
-	MaxStaleness     int     `json:"max_staleness"`
+	// RefilledGroups are zero-signal groups dropped when they closed and
+	// replaced by new ones (Config.RefillZeroVariance).
+	RefilledGroups   int64 `json:"refilled_groups,omitempty"`
+	StaleDropped     int64 `json:"stale_dropped"`
+	MaxStalenessSeen int64 `json:"max_staleness_seen"`
+	MaxStaleness     int   `json:"max_staleness"`
 	// UpdateSeconds is the wall time spent in updates.
 	UpdateSeconds float64 `json:"update_seconds"`
 	// Checkpoints counts the checkpoints saved.
@@ -131,12 +134,19 @@ func (l *learner) Receive(ctx actor.Context) {
 		if l.onEpisode != nil {
 			l.onEpisode(m)
 		}
-		if l.b.add(m) {
+		due := l.b.add(m)
+		refill := l.b.takeRefill()
+		if due && !refill {
 			l.queue = append(l.queue, pendingBatch{groups: l.b.take(), trigger: m})
 			l.next(ctx)
 			return
 		}
-		l.report(ctx, m)
+		if due {
+			// Not a batch's trigger: a dropped group closes no batch.
+			l.queue = append(l.queue, pendingBatch{groups: l.b.take()})
+			l.next(ctx)
+		}
+		l.reportAs(ctx, m, refill)
 	case *updateDone:
 		l.busy = false
 		l.finish(ctx, m)
@@ -263,11 +273,15 @@ func (l *learner) advance(ctx actor.Context, pol policy.Policy) {
 }
 
 // report passes a filed result's outcome on to the scheduler.
-func (l *learner) report(ctx actor.Context, m *EpisodeResult) {
+func (l *learner) report(ctx actor.Context, m *EpisodeResult) { l.reportAs(ctx, m, false) }
+
+// reportAs passes a filed result's outcome on; refill says its group was
+// dropped for want of signal and another should be planned in its place.
+func (l *learner) reportAs(ctx actor.Context, m *EpisodeResult, refill bool) {
 	if m == nil || m.ReportTo == nil {
 		return
 	}
-	o := &Outcome{Episode: m.Episode, Group: m.Group, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
+	o := &Outcome{Refill: refill, Episode: m.Episode, Group: m.Group, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
 	if m.Trajectory != nil {
 		o.Reward = m.Trajectory.Reward
 	}

@@ -105,6 +105,10 @@ type Outcome struct {
 	Reward   float64
 	Attempts int
 	Version  int64
+	// Refill says the episode's group was dropped for want of signal (all
+	// rewards equal) and counts toward no batch: the scheduler plans
+	// another in its place.
+	Refill bool
 }
 
 // Cancel tells an episode to stop its run and report itself cancelled.

@@ -74,6 +74,7 @@ type scheduler struct {
 
 	planned       int64 // episodes assigned to groups (admitted + queued)
 	groupsPlanned int64
+	refunded      int64 // groups dropped for want of signal, planned anew
 	version       int64
 	outstanding   bool // a NextTasks is in flight
 	draining      bool // no more admission
@@ -158,9 +159,10 @@ func (s *scheduler) plan(tasks []*env.Task) {
 }
 
 // gateHeadroom is how many more groups may be planned within the staleness
-// bound: groups planned < (version + maxStaleness + 1) × batch.
+// bound: groups planned < (version + maxStaleness + 1) × batch, where a
+// group dropped for want of signal (refilled) no longer counts as planned.
 func (s *scheduler) gateHeadroom() int64 {
-	return (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - s.groupsPlanned
+	return (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - (s.groupsPlanned - s.refunded)
 }
 
 func (s *scheduler) budgetLeft() bool {
@@ -225,6 +227,9 @@ func (s *scheduler) record(ctx actor.Context, o *Outcome) {
 	delete(s.byID, o.Episode)
 	s.count(o.Kind, o.Reward, o.Attempts)
 	s.version = max(s.version, o.Version)
+	if o.Refill {
+		s.refunded++
+	}
 	if o.Kind == Completed {
 		ctx.Send(s.curriculum, o)
 	}

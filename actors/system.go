@@ -60,6 +60,11 @@ type Config struct {
 	// CheckpointEvery saves a checkpoint (Deps.Checkpoints) after every
 	// that many updates; 0 saves only the last, at the end of the run.
 	CheckpointEvery int `json:"checkpoint_every"`
+	// RefillZeroVariance drops groups whose rewards are all equal when they
+	// close (they teach GRPO nothing), so that every batch holds
+	// GroupsPerUpdate groups with signal, and plans new groups in their
+	// place; their share is still counted (learner.zero_signal_share).
+	RefillZeroVariance bool `json:"refill_zero_variance,omitempty"`
 	// StartVersion and StartUpdates continue a resumed run's counting.
 	StartVersion int64 `json:"start_version,omitempty"`
 	StartUpdates int64 `json:"start_updates,omitempty"`
@@ -263,7 +268,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			maxInflight: cfg.InferenceWorkers, root: root, runners: &runners}
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &learner{l: deps.Learner, server: serverPID, b: newBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness),
+		return &learner{l: deps.Learner, server: serverPID, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance),
 			version: cfg.StartVersion, startUpdates: cfg.StartUpdates, every: cfg.CheckpointEvery, sink: deps.Checkpoints,
 			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, onEpisode: deps.OnEpisode, log: log,
 			root: root, runners: &runners, runCtx: ctx}

@@ -61,6 +61,7 @@ type experimentOptions struct {
 	GroupSize    int           `json:"group_size"`
 	GroupsPer    int           `json:"groups_per_update"`
 	TaskRefill   int           `json:"task_refill"`
+	Refill       bool          `json:"refill_zero_variance"`
 	LearningRate float64       `json:"learning_rate"`
 	InitialSkill float64       `json:"initial_skill"`
 	TaskSpread   float64       `json:"task_spread"`
@@ -114,6 +115,7 @@ built yet.`,
 	f.IntVar(&o.Concurrency, "concurrency", 32, "episodes running at once in each run")
 	f.IntVar(&o.GroupSize, "group-size", 8, "GRPO group size")
 	f.IntVar(&o.GroupsPer, "groups-per-update", 4, "groups per learner update")
+	f.BoolVar(&o.Refill, "refill-zero-variance", true, "drop groups whose rewards are all equal from the batches and plan new ones (as frog train does)")
 	f.IntVar(&o.TaskRefill, "task-refill", 4, "fewest tasks asked of the synthesizer at once (small: steering acts sooner)")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.004, "sim: skill gained per unit of learning signal")
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "sim: the agent's starting skill")
@@ -420,6 +422,7 @@ func runSimExperiment(ctx context.Context, o *experimentOptions, strategy string
 	// In the simulation an episode runs its tests once: the budget in
 	// test executions is the budget in episodes (checked below).
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
+	cfg.RefillZeroVariance = o.Refill
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, fixFor(src)),
 		Curriculum: cur, Log: log.Level(zerolog.WarnLevel),

@@ -94,6 +94,7 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.IntVar(&o.Run.MaxBatch, "max-batch", o.Run.MaxBatch, "most act requests per inference batch")
 	f.DurationVar(&o.Run.MaxWait, "max-wait", 0, "longest a request waits for its batch to fill (0: natural batching)")
 	f.IntVar(&o.Run.InferenceWorkers, "inference-workers", o.Run.InferenceWorkers, "inference batches run at once")
+	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", false, "drop groups whose rewards are all equal from the learner's batches and plan new groups in their place (counted in learner.refilled_groups)")
 	f.IntVar(&o.Run.TaskRefill, "task-refill", o.Run.TaskRefill, "fewest tasks asked of the synthesizer at once (small: a steering curriculum acts sooner)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of every random choice")
 	o.Sandbox.flags(f, "sim")

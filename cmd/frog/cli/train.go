@@ -117,7 +117,8 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
 	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
 	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
-	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted)")
+	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
+	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal")
 	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
 	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
 	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
@@ -149,6 +150,9 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	}
 	if o.Run.MaxSteps == 0 {
 		o.Run.MaxSteps = o.Run.MaxTries + 12
+	}
+	if o.Learner.KeepZeroVariance && !c.Flags().Changed("refill-zero-variance") {
+		o.Run.RefillZeroVariance = false // kept groups must reach the learner
 	}
 	if err := o.Run.Validate(); err != nil {
 		return &UsageError{Err: err}

@@ -64,7 +64,7 @@ type Config struct {
 	// close (they teach GRPO nothing), so that every batch holds
 	// GroupsPerUpdate groups with signal, and plans new groups in their
 	// place; their share is still counted (learner.zero_signal_share).
-	RefillZeroVariance bool `json:"refill_zero_variance,omitempty"`
+	RefillZeroVariance bool `json:"refill_zero_variance"`
 	// StartVersion and StartUpdates continue a resumed run's counting.
 	StartVersion int64 `json:"start_version,omitempty"`
 	StartUpdates int64 `json:"start_updates,omitempty"`

@@ -52,9 +52,9 @@ func newExperimentCmd(g *globals) *cobra.Command {
 // experiment directory's config.json records them.
 type experimentOptions struct {
 	Mode         string        `json:"mode"`
-	Strategies   []string      `json:"strategies"`
-	Seeds        int           `json:"seeds"`
-	FirstSeed    uint64        `json:"first_seed"`
+	Strategies   []string      `json:"strategies,omitempty"`
+	Seeds        int           `json:"seeds,omitempty"`
+	FirstSeed    uint64        `json:"first_seed,omitempty"`
 	Budget       int64         `json:"budget"`
 	Points       int           `json:"points"`
 	Concurrency  int           `json:"concurrency"`

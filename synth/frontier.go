@@ -222,12 +222,13 @@ func (e *Estimate) Observe(id, bin string, reward float64, first bool) {
 }
 
 // Discount fades all evidence by Discount^updates: updates policy updates
-// happened since the last call.
-func (e *Estimate) Discount(updates int) {
-	if updates <= 0 || e.cfg.Discount == 1 {
+// happened since the last call (a fraction for updates smaller than the
+// reference, see ReplayConfig.UpdateGroups).
+func (e *Estimate) Discount(updates float64) {
+	if !(updates > 0) || e.cfg.Discount == 1 {
 		return
 	}
-	f := math.Pow(e.cfg.Discount, float64(updates))
+	f := math.Pow(e.cfg.Discount, updates)
 	for _, t := range e.tasks {
 		t.ev.scale(f)
 	}

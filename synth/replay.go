@@ -61,9 +61,13 @@ type ReplayConfig struct {
 	// sources that take only a difficulty.
 	Difficulty float64 `json:"difficulty"`
 	// EasyAbove and HardBelow are the posterior means easy and hard select by.
-	EasyAbove float64 `json:"easy_above"`
-	HardBelow float64 `json:"hard_below"`
-	Seed      uint64  `json:"seed"`
+	// UpdateGroups is the run's groups per learner update: the estimate's
+	// Discount applies per 4 groups learned from, so an update of B groups
+	// discounts by Discount^(B/4).
+	UpdateGroups int     `json:"update_groups"`
+	EasyAbove    float64 `json:"easy_above"`
+	HardBelow    float64 `json:"hard_below"`
+	Seed         uint64  `json:"seed"`
 }
 
 // DefaultReplayConfig is the frontier curriculum `frog train` and `frog
@@ -71,7 +75,7 @@ type ReplayConfig struct {
 func DefaultReplayConfig() ReplayConfig {
 	return ReplayConfig{
 		Strategy: StrategyFrontier, Estimate: DefaultEstimateConfig(), Temperature: 0.5, Staleness: 0.2,
-		FreshShare: 0.25, Capacity: 4096, FixedSet: 256, Explore: 0.1, EasyAbove: 0.8, HardBelow: 0.2,
+		FreshShare: 0.25, Capacity: 4096, FixedSet: 256, Explore: 0.1, UpdateGroups: 4, EasyAbove: 0.8, HardBelow: 0.2,
 	}
 }
 
@@ -130,7 +134,16 @@ type entry struct {
 	// A task is replayed only once seen, so that group is its first.
 	seen       bool
 	firstGroup uint64
+	// groups counts the distinct groups whose outcomes arrived (lastGroup
+	// the latest): served − groups are in flight.
+	groups    int64
+	lastGroup uint64
 }
+
+// lostAfter is how many plans after its last serve a task whose group is
+// still in flight may be replayed anyway: that group's outcomes were lost
+// (infrastructure failures are never observed).
+const lostAfter = 64
 
 // Replay is the replay-buffer curriculum: the estimate, a buffer of the
 // tasks served, and one of the strategies. It is plain synchronous code:
@@ -178,6 +191,8 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		return nil, fmt.Errorf("fresh share %v: want a share in [0, 1]", cfg.FreshShare)
 	case !(cfg.Explore >= 0 && cfg.Explore <= 1):
 		return nil, fmt.Errorf("explore share %v: want a share in [0, 1]", cfg.Explore)
+	case cfg.UpdateGroups < 1:
+		return nil, fmt.Errorf("update groups %d: want >= 1", cfg.UpdateGroups)
 	case cfg.Capacity < 1 || cfg.FixedSet < 1:
 		return nil, fmt.Errorf("replay capacity %d, fixed set %d: want >= 1", cfg.Capacity, cfg.FixedSet)
 	}
@@ -258,6 +273,14 @@ func (r *Replay) round(x float64) int {
 func (r *Replay) candidates() []*entry {
 	out := make([]*entry, 0, len(r.buf))
 	for _, e := range r.buf {
+		if r.frontierLike() && e.served > e.groups && r.tick-e.last <= lostAfter {
+			// Not while a group of it is in flight: its outcomes say
+			// whether it is still worth a group, and with thousands of
+			// episodes in flight the best task would otherwise be planned
+			// over and over on stale evidence. This also keeps a task's
+			// first outcomes those of its first group.
+			continue
+		}
 		if !e.seen && r.cfg.Strategy != StrategyOffline && r.cfg.Strategy != StrategyUniform {
 			// Not before its first group's outcomes: a task's first
 			// outcomes must come from its first group (a fair draw of its
@@ -538,6 +561,10 @@ func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 		if !e.seen {
 			e.seen, e.firstGroup = true, group
 		}
+		if e.groups == 0 || group != e.lastGroup {
+			e.groups++
+			e.lastGroup = group
+		}
 		bin, first = e.bin, group == e.firstGroup
 		if first {
 			r.freshN++
@@ -566,8 +593,11 @@ func (r *Replay) Advance(version int64) {
 	if version <= r.version {
 		return
 	}
-	r.est.Discount(int(version - r.version))
-	f := math.Pow(r.cfg.Estimate.Discount, float64(version-r.version))
+	// An update of B groups changes the policy about as much as B/4
+	// updates of 4 groups: the discount is per 4 groups learned from.
+	steps := float64(version-r.version) * float64(r.cfg.UpdateGroups) / 4
+	r.est.Discount(steps)
+	f := math.Pow(r.cfg.Estimate.Discount, steps)
 	for _, ev := range r.reqEv {
 		ev.scale(f)
 	}

@@ -44,7 +44,19 @@ func kinds(t *testing.T, r *Replay, n int) map[string]string {
 	return kind
 }
 
+// play observes one group of two outcomes of task, as its kind has them.
+func play(r *Replay, task *env.Task, kind string, group uint64) {
+	for j := range 2 {
+		rew := 0.0
+		if kind == "easy" || (kind == "frontier" && j == 0) {
+			rew = 1
+		}
+		r.Observe(task, rew, group)
+	}
+}
+
 func TestFrontierSamplingFavoursLearnableTasksAndRemeasuresStaleOnes(t *testing.T) {
+	gaps := map[float64]int{}
 	for _, rho := range []float64{0, 0.2} {
 		r := newReplay(t, func(c *ReplayConfig) { c.FreshShare, c.Staleness = 0, rho })
 		kind := kinds(t, r, 10)
@@ -60,24 +72,27 @@ func TestFrontierSamplingFavoursLearnableTasksAndRemeasuresStaleOnes(t *testing.
 			if len(p.Replay) != 1 || p.Fresh != 0 {
 				t.Fatalf("plan %+v, want one task replayed", p)
 			}
-			id := p.Replay[0].ID
-			count[kind[id]]++
-			last[id] = i
+			task := p.Replay[0]
+			count[kind[task.ID]]++
+			last[task.ID] = i
+			play(r, task, kind[task.ID], uint64(100+i))
 		}
-		for id := range kind {
-			maxGap = max(maxGap, plans-last[id])
+		for id, k := range kind {
+			if k == "frontier" { // the others are retired soon
+				maxGap = max(maxGap, plans-last[id])
+			}
 		}
 		share := float64(count["frontier"]) / plans
 		t.Logf("ρ %v: picks %v, longest unplayed %d plans", rho, count, maxGap)
 		if share < 0.6 {
 			t.Errorf("ρ %v: frontier tasks %.2f of the picks (%v), want most", rho, share, count)
 		}
-		if rho > 0 && maxGap > 600 {
-			t.Errorf("ρ %v: a task went %d plans unplayed; staleness should bring it back", rho, maxGap)
-		}
-		if rho == 0 && maxGap < plans/2 {
-			t.Errorf("without staleness every task was replayed (longest gap %d); the test cannot tell", maxGap)
-		}
+		gaps[rho] = maxGap
+	}
+	// Among the frontier tasks, the rank prioritization alone leaves some
+	// unplayed for long; the staleness term brings them back.
+	if gaps[0.2] > 150 || gaps[0] < 2*gaps[0.2] {
+		t.Errorf("longest a frontier task went unplayed: %d plans without staleness, %d with; want it short with, and much longer without", gaps[0], gaps[0.2])
 	}
 }
 
@@ -95,10 +110,12 @@ func TestRetireAndReturn(t *testing.T) {
 	if st.Retired != 1 || st.RetiredTotal != 1 {
 		t.Fatalf("after 0 of 40: retired %d (total %d), want 1", st.Retired, st.RetiredTotal)
 	}
-	for range 50 {
-		if p := r.Plan(1); len(p.Replay) != 1 || p.Replay[0].ID != "o" {
+	for i := range 50 {
+		p := r.Plan(1)
+		if len(p.Replay) != 1 || p.Replay[0].ID != "o" {
 			t.Fatalf("plan %+v: a retired task was replayed", p)
 		}
+		play(r, other, "frontier", uint64(10+i))
 	}
 	// Each update discounts the evidence by 0.8: 40 failures fade below what
 	// confidence needs within a few dozen updates, and the task returns.
@@ -114,9 +131,13 @@ func TestRetireAndReturn(t *testing.T) {
 	}
 	t.Logf("returned after %d updates", v)
 	seen := false
-	for range 50 {
-		if p := r.Plan(1); len(p.Replay) == 1 && p.Replay[0].ID == "h" {
+	for i := range 50 {
+		p := r.Plan(1)
+		if len(p.Replay) == 1 && p.Replay[0].ID == "h" {
 			seen = true
+		}
+		for _, task := range p.Replay {
+			play(r, task, "frontier", uint64(100+i))
 		}
 	}
 	if !seen {
@@ -129,11 +150,12 @@ func TestStrategiesChooseAsSpecified(t *testing.T) {
 		r := newReplay(t, func(c *ReplayConfig) { c.Strategy, c.FreshShare = strategy, share })
 		kind := kinds(t, r, 10)
 		count, fresh := map[string]int{}, 0
-		for range 2000 {
+		for i := range 2000 {
 			p := r.Plan(4)
 			fresh += p.Fresh
-			for _, task := range p.Replay {
+			for j, task := range p.Replay {
 				count[kind[task.ID]]++
+				play(r, task, kind[task.ID], uint64(100+4*i+j))
 			}
 		}
 		return count, fresh

@@ -29,7 +29,7 @@ func (o *replayOptions) flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.FreshShare, "fresh-share", d.FreshShare, "share of fresh tasks from the synthesizer in each request of the replay curricula")
 	f.Float64Var(&o.Temperature, "curriculum-temperature", d.Temperature, "frontier: rank prioritization temperature (task of rank r drawn ∝ r^(-1/T))")
 	f.Float64Var(&o.Staleness, "curriculum-staleness", d.Staleness, "frontier: share of the replay distribution given to how long a task went unplayed")
-	f.Float64Var(&o.Discount, "curriculum-discount", d.Estimate.Discount, "evidence kept per policy update by the replay curricula's estimate (1: never forget)")
+	f.Float64Var(&o.Discount, "curriculum-discount", d.Estimate.Discount, "evidence kept by the replay curricula's estimate per 4 groups learned from (an update of B groups keeps this^(B/4); 1: never forget)")
 	f.IntVar(&o.FixedSet, "fixed-set", d.FixedSet, "offline, frontier-no-synth: tasks taken from the synthesizer before only replaying")
 	f.IntVar(&o.Capacity, "replay-capacity", d.Capacity, "most tasks in the replay buffer")
 }
@@ -41,7 +41,7 @@ func curriculumHelp() string {
 }
 
 // newCurriculum makes the curriculum named name.
-func newCurriculum(name string, difficulty, passRate, rate float64, o replayOptions, seed uint64) (synth.Curriculum, error) {
+func newCurriculum(name string, difficulty, passRate, rate float64, o replayOptions, seed uint64, groupsPerUpdate int) (synth.Curriculum, error) {
 	switch name {
 	case "fixed":
 		return &synth.Fixed{D: difficulty}, nil
@@ -59,6 +59,7 @@ func newCurriculum(name string, difficulty, passRate, rate float64, o replayOpti
 	cfg.Strategy, cfg.Seed, cfg.Difficulty = name, seed, difficulty
 	cfg.FreshShare, cfg.Temperature, cfg.Staleness = o.FreshShare, o.Temperature, o.Staleness
 	cfg.Estimate.Discount, cfg.FixedSet, cfg.Capacity = o.Discount, o.FixedSet, o.Capacity
+	cfg.UpdateGroups = max(1, groupsPerUpdate)
 	c, err := synth.NewReplay(cfg)
 	if err != nil {
 		return nil, &UsageError{Err: err}

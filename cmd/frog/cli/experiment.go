@@ -148,7 +148,7 @@ func (o *experimentOptions) validate() error {
 		return usagef("--group-size >= 2, --concurrency, --groups-per-update and --task-refill >= 1")
 	}
 	for _, s := range o.Strategies {
-		if _, err := newCurriculum(s, 0, 0.5, 0.01, o.Replay, 1); err != nil {
+		if _, err := newCurriculum(s, 0, 0.5, 0.01, o.Replay, 1, o.GroupsPer); err != nil {
 			return err
 		}
 	}
@@ -404,7 +404,7 @@ func runSimExperiment(ctx context.Context, o *experimentOptions, strategy string
 	}
 	var execs atomic.Int64
 	prov := countingProvider{sp, &execs}
-	cur, err := newCurriculum(strategy, 0, 0.5, 0.01, o.Replay, seed)
+	cur, err := newCurriculum(strategy, 0, 0.5, 0.01, o.Replay, seed, o.GroupsPer)
 	if err != nil {
 		return runResult{}, err
 	}

@@ -147,7 +147,7 @@ func (o *simOptions) validate() error {
 	if err := checkRunName(o.Name); err != nil {
 		return err
 	}
-	if _, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed); err != nil {
+	if _, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed, 4); err != nil {
 		return err
 	}
 	for name, v := range map[string]float64{"--time-scale": o.TimeScale, "--difficulty": o.Difficulty,
@@ -222,7 +222,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		return err
 	}
 	defer release()
-	cur, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed)
+	cur, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
 	if err != nil {
 		return err
 	}

@@ -288,7 +288,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command
 	if o.Curriculum == "" {
 		o.Curriculum = "target" // a run resumed from before --curriculum
 	}
-	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed)
+	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,18 @@ func (k Knobs) Matches(b Knobs) bool {
 		(k.Locality == "" || k.Locality == b.Locality) && (k.Module == "" || k.Module == b.Module)
 }
 
+// Misses counts the knobs of k that bin b does not satisfy (0: b matches).
+func (k Knobs) Misses(b Knobs) int {
+	m := 0
+	for _, ok := range []bool{k.Family == "" || k.Family == b.Family, k.K == 0 || k.K == b.K,
+		k.Locality == "" || k.Locality == b.Locality, k.Module == "" || k.Module == b.Module} {
+		if !ok {
+			m++
+		}
+	}
+	return m
+}
+
 // BinOf is the difficulty bin of a task: the one its synthesizer recorded
 // (env.Task.Bin), else what its mutations say. The family of a task of
 // several mutations is that of its hardest (the families ranked as in

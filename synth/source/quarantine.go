@@ -98,15 +98,35 @@ func (q *Quarantine) Quarantined() []Quarantined {
 // Source serves src's tasks that hold up; a task that does not is dropped
 // from the answer. A fault while checking ends the answer with the error
 // and the tasks checked so far.
-func (q *Quarantine) Source(src synth.Source) synth.Source { return quarantined{q, src} }
+// A steerable src gives a steerable source.
+func (q *Quarantine) Source(src synth.Source) synth.Source {
+	if st, ok := src.(synth.Steerable); ok {
+		return steeredQuarantined{quarantined{q, src}, st}
+	}
+	return quarantined{q, src}
+}
 
 type quarantined struct {
 	q   *Quarantine
 	src synth.Source
 }
 
+type steeredQuarantined struct {
+	quarantined
+	steer synth.Steerable
+}
+
 func (s quarantined) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
 	tasks, err := s.src.Tasks(ctx, n, d)
+	return s.check(ctx, tasks, err)
+}
+
+func (s steeredQuarantined) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	tasks, err := s.steer.TasksFor(ctx, n, k)
+	return s.check(ctx, tasks, err)
+}
+
+func (s quarantined) check(ctx context.Context, tasks []env.Task, err error) ([]env.Task, error) {
 	// Check them four at a time: each is a few test runs in a sandbox.
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup

@@ -372,6 +372,41 @@ func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]e
 	return out, nil
 }
 
+// TasksFor returns n validated tasks whose bins (synth.BinOf) match k best:
+// those matching every knob asked for first, then those matching most of
+// them, in the order they were made. It validates as Tasks does; the
+// operators it tries are not steered, only the choice among what it made.
+func (s *Synthesizer) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	var fresh []synth.TaskRecord
+	var err error
+	if need := 2*n - s.pooled(); need > 0 {
+		err = s.Generate(ctx, need, func(r synth.TaskRecord) error {
+			fresh = append(fresh, r)
+			return nil
+		})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pool = append(s.pool, fresh...)
+	if err != nil && !errors.Is(err, ErrExhausted) {
+		return nil, err
+	}
+	miss := func(r *synth.TaskRecord) int { return k.Misses(synth.BinOf(&r.Task)) }
+	slices.SortStableFunc(s.pool, func(a, b synth.TaskRecord) int { return cmp.Compare(miss(&a), miss(&b)) })
+	c := min(n, len(s.pool))
+	out := make([]env.Task, c)
+	for i, r := range s.pool[:c] {
+		out[i] = r.Task
+	}
+	s.pool = slices.Delete(s.pool, 0, c)
+	if c < n {
+		return out, fmt.Errorf("%d of %d tasks: %w", c, n, ErrExhausted)
+	}
+	return out, nil
+}
+
+var _ synth.Steerable = (*Synthesizer)(nil)
+
 func (s *Synthesizer) pooled() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

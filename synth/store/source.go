@@ -24,7 +24,10 @@ type Source struct {
 	tasks []env.Task // sorted by difficulty
 }
 
-var _ synth.Source = (*Source)(nil)
+var (
+	_ synth.Source    = (*Source)(nil)
+	_ synth.Steerable = (*Source)(nil)
+)
 
 // NewSource serves recs, drawing with a generator seeded by seed.
 func NewSource(recs []synth.TaskRecord, seed uint64) (*Source, error) {
@@ -69,6 +72,32 @@ func (s *Source) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Ta
 	out := make([]env.Task, n)
 	for j := range out {
 		out[j] = s.tasks[lo+s.rng.IntN(hi-lo)]
+	}
+	return out, nil
+}
+
+// TasksFor draws n tasks, with replacement, from those whose bins
+// (synth.BinOf) match k best: every knob asked for if any task does, else
+// the most of them.
+func (s *Source) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := 5
+	var pick []int
+	for i := range s.tasks {
+		switch m := k.Misses(synth.BinOf(&s.tasks[i])); {
+		case m < best:
+			best, pick = m, append(pick[:0], i)
+		case m == best:
+			pick = append(pick, i)
+		}
+	}
+	out := make([]env.Task, n)
+	for j := range out {
+		out[j] = s.tasks[pick[s.rng.IntN(len(pick))]]
 	}
 	return out, nil
 }

@@ -260,3 +260,26 @@ func TestRepairKeepsAWholeLastRecord(t *testing.T) {
 		t.Errorf("Repair of a missing store: %v", err)
 	}
 }
+
+func TestSourceTasksForDrawsTheBinAskedFor(t *testing.T) {
+	mk := func(id, fam string) synth.TaskRecord {
+		return synth.TaskRecord{Task: env.Task{ID: id, Repo: "m", Mutations: []env.Mutation{{Family: fam, File: "a.go"}}}}
+	}
+	src, err := NewSource([]synth.TaskRecord{mk("a", "token"), mk("b", "stmt"), mk("c", "token")}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := src.TasksFor(context.Background(), 20, synth.Knobs{Family: "stmt"})
+	if err != nil || len(got) != 20 {
+		t.Fatalf("TasksFor: %d tasks, %v", len(got), err)
+	}
+	for _, task := range got {
+		if task.ID != "b" {
+			t.Fatalf("asked for stmt, got task %s", task.ID)
+		}
+	}
+	// No task of the family asked for: the best matches (module m) instead.
+	if got, _ := src.TasksFor(context.Background(), 5, synth.Knobs{Family: "guard", Module: "m"}); len(got) != 5 {
+		t.Errorf("TasksFor with no exact match: %d tasks, want 5 near matches", len(got))
+	}
+}

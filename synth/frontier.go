@@ -249,6 +249,12 @@ func (e *Estimate) Discount(updates float64) {
 	}
 }
 
+// Forget drops what is known of task id (its bin keeps what it pooled).
+func (e *Estimate) Forget(id string) { delete(e.tasks, id) }
+
+// Tasks is the number of tasks the estimate holds evidence of.
+func (e *Estimate) Tasks() int { return len(e.tasks) }
+
 // Prior is the pooled prior Beta(a, b) of a task in bin that has not been
 // tried.
 func (e *Estimate) Prior(bin string) (a, b float64) {

@@ -397,6 +397,7 @@ func (r *Replay) Admit(tasks []*env.Task) {
 		}
 		delete(r.byID, r.buf[worst].t.ID)
 		delete(r.reqOf, r.buf[worst].t.ID)
+		r.est.Forget(r.buf[worst].t.ID)
 		r.buf = slices.Delete(r.buf, worst, worst+1)
 		r.st.Evicted++
 	}
@@ -556,29 +557,31 @@ func (r *Replay) Synthesized(req Request, tasks []env.Task) {
 func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 	r.t.add(t.Difficulty, reward)
 	e := r.byID[t.ID]
-	bin, first := BinOf(t).Key(), true
-	if e != nil {
-		if !e.seen {
-			e.seen, e.firstGroup = true, group
-		}
-		if e.groups == 0 || group != e.lastGroup {
-			e.groups++
-			e.lastGroup = group
-		}
-		bin, first = e.bin, group == e.firstGroup
-		if first {
-			r.freshN++
-			if reward > 0 {
-				r.freshPass++
-			}
-			r.observeRequest(t.ID, reward)
-		}
+	if e == nil {
+		// Evicted while its group was in flight (or never admitted):
+		// nothing to keep it for, and its provenance is unknown.
+		return
 	}
-	r.est.Observe(t.ID, bin, reward, first)
+	if !e.seen {
+		e.seen, e.firstGroup = true, group
+	}
+	if e.groups == 0 || group != e.lastGroup {
+		e.groups++
+		e.lastGroup = group
+	}
+	first := group == e.firstGroup
+	if first {
+		r.freshN++
+		if reward > 0 {
+			r.freshPass++
+		}
+		r.observeRequest(t.ID, reward)
+	}
+	r.est.Observe(t.ID, e.bin, reward, first)
 	if r.cfg.Strategy == StrategyFrontier || r.cfg.Strategy == StrategyFrontierNoSynth {
 		r.target.observe(t.Difficulty, reward)
 	}
-	if e != nil && !e.retired && r.frontierLike() {
+	if !e.retired && r.frontierLike() {
 		if h, s := r.est.Outside(t.ID); h || s {
 			e.retired = true
 			r.st.RetiredTotal++

@@ -260,3 +260,16 @@ func TestNewReplayRejectsNonsense(t *testing.T) {
 		}
 	}
 }
+
+func TestEvictionForgets(t *testing.T) {
+	r := newReplay(t, func(c *ReplayConfig) { c.Capacity = 3 })
+	for i := range 10 {
+		task := &env.Task{ID: fmt.Sprintf("t%d", i), Bin: "token/1/single/m"}
+		r.Admit([]*env.Task{task})
+		r.Observe(task, float64(i%2), uint64(i))
+	}
+	st := r.Stats().Frontier
+	if st.Buffer != 3 || st.Evicted != 7 || r.Estimate().Tasks() > 3 {
+		t.Errorf("buffer %d, evicted %d, estimate holds %d tasks; want 3, 7 and no more than the buffer", st.Buffer, st.Evicted, r.Estimate().Tasks())
+	}
+}

@@ -166,8 +166,9 @@ func (c EstimateConfig) validate() error {
 	return nil
 }
 
-// evidence is a discounted tally of outcomes.
-type evidence struct{ pass, fail float64 }
+// evidence is a discounted tally of outcomes; pred is the discounted sum of
+// what the predictor said of them (bins only).
+type evidence struct{ pass, fail, pred float64 }
 
 func (e *evidence) add(reward float64) {
 	if reward > 0 {
@@ -177,7 +178,7 @@ func (e *evidence) add(reward float64) {
 	}
 }
 
-func (e *evidence) scale(f float64) { e.pass *= f; e.fail *= f }
+func (e *evidence) scale(f float64) { e.pass *= f; e.fail *= f; e.pred *= f }
 
 // Estimate is the curriculum's belief about each task's pass rate under the
 // current policy: per task a Beta posterior keyed by task id, whose prior is
@@ -189,10 +190,23 @@ func (e *evidence) scale(f float64) { e.pass *= f; e.fail *= f }
 // Beta(c·m, c·(1−m)) with c = min(2 + S + F, PriorStrength) (Beta(1, 1) for
 // a bin never seen when PriorStrength is 2). A task with discounted passes s
 // and failures f has the posterior Beta(c·m + s, c·(1−m) + f).
+//
+// With a Predictor (a model of the pass rate from the task's difficulty
+// estimate and the policy's ability, as the target curriculum has), the
+// prior's mean is the prediction corrected by how the bin's tasks did
+// against their predictions: logit m' = logit p̂ + logit m − logit p̄, p̄ =
+// (1 + P)/(2 + S + F) with P the discounted sum of the predictions at the
+// bin's first-group outcomes. A task's prior then follows the policy as it
+// learns (its own evidence, being older, lags), while a bin whose tasks fail
+// whatever their estimates say (a deleted statement no template restores)
+// drags its tasks' priors down.
 type Estimate struct {
 	cfg   EstimateConfig
 	tasks map[string]*taskBelief
 	bins  map[string]*evidence
+	// Predictor, when set, predicts task id's pass rate now (ok false: no
+	// prediction). Called from the estimate's goroutine.
+	Predictor func(id string) (p float64, ok bool)
 }
 
 type taskBelief struct {
@@ -229,6 +243,13 @@ func (e *Estimate) Observe(id, bin string, reward float64, first bool) {
 	if b == nil {
 		b = new(evidence)
 		e.bins[bin] = b
+	}
+	if e.Predictor != nil {
+		p, ok := e.Predictor(id)
+		if !ok {
+			p = (1 + b.pass) / (2 + b.pass + b.fail) // neutral: the bin's own rate
+		}
+		b.pred += p
 	}
 	b.add(reward)
 }
@@ -267,16 +288,43 @@ func (e *Estimate) Prior(bin string) (a, b float64) {
 	return c * m, c * (1 - m)
 }
 
-// Posterior is the Beta(a, b) posterior of task id's pass rate (its bin's
+// taskPrior is task id's prior: its bin's, its mean corrected by the
+// Predictor's prediction when there is one.
+func (e *Estimate) taskPrior(id, bin string) (a, b float64) {
+	a, b = e.Prior(bin)
+	if e.Predictor == nil || a+b == 0 {
+		return a, b
+	}
+	p, ok := e.Predictor(id)
+	if !ok {
+		return a, b
+	}
+	var s, f, pr float64
+	if ev := e.bins[bin]; ev != nil {
+		s, f, pr = ev.pass, ev.fail, ev.pred
+	}
+	m := (1 + s) / (2 + s + f)
+	pbar := (1 + pr) / (2 + s + f)
+	c := a + b
+	mm := sigmoid(logit(clampP(p)) + logit(clampP(m)) - logit(clampP(pbar)))
+	return c * mm, c * (1 - mm)
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// clampP keeps a probability off 0 and 1, where its logit is infinite.
+func clampP(p float64) float64 { return math.Min(1-1e-6, math.Max(1e-6, p)) }
+
+// Posterior is the Beta(a, b) posterior of task id's pass rate (its
 // prior when it was never observed). A prior of strength 0 with no
 // evidence is Beta(1, 1) rather than improper.
 func (e *Estimate) Posterior(id, bin string) (a, b float64) {
 	if t := e.tasks[id]; t != nil {
 		bin = t.bin
-		a, b = e.Prior(bin)
+		a, b = e.taskPrior(id, bin)
 		a, b = a+t.ev.pass, b+t.ev.fail
 	} else {
-		a, b = e.Prior(bin)
+		a, b = e.taskPrior(id, bin)
 	}
 	if a+b == 0 {
 		return 1, 1

@@ -155,3 +155,34 @@ func TestKnobs(t *testing.T) {
 		t.Error("Matches")
 	}
 }
+
+// TestPredictorCorrectsThePrior checks the prior with a predictor against
+// values computed by hand: a bin whose tasks did as predicted lends a new
+// task its prediction; a bin whose tasks did worse pulls it down.
+func TestPredictorCorrectsThePrior(t *testing.T) {
+	e := newEst(t, 1, 4)
+	pred := map[string]float64{"a1": 0.5, "a2": 0.5, "b1": 0.5, "b2": 0.5, "new": 0.8}
+	e.Predictor = func(id string) (float64, bool) { p, ok := pred[id]; return p, ok }
+	// Bin a: 2 of 4 passed, predicted 0.5 each: m = 3/6, p̄ = (1+2)/6.
+	e.Observe("a1", "a", 1, true)
+	e.Observe("a1", "a", 0, true)
+	e.Observe("a2", "a", 1, true)
+	e.Observe("a2", "a", 0, true)
+	// Bin b: 0 of 4 passed, predicted 0.5 each: m = 1/6, p̄ = 3/6.
+	for _, id := range []string{"b1", "b1", "b2", "b2"} {
+		e.Observe(id, "b", 0, true)
+	}
+	// c = min(2+4, 4) = 4.
+	if a, b := e.Posterior("new", "a"); !near(a, 4*0.8) || !near(b, 4*0.2) {
+		t.Errorf("new task in bin a: Beta(%v, %v), want Beta(3.2, 0.8)", a, b)
+	}
+	logit := func(p float64) float64 { return math.Log(p / (1 - p)) }
+	want := 1 / (1 + math.Exp(-(logit(0.8) + logit(1.0/6) - logit(0.5)))) // 0.4444…
+	if got := e.Mean("new", "b"); !near(got, want) {
+		t.Errorf("new task in bin b: mean %v, want %v", got, want)
+	}
+	// No prediction: the bin's prior as before.
+	if a, b := e.Posterior("unknown", "b"); !near(a, 4.0/6) || !near(b, 4*5.0/6) {
+		t.Errorf("task without a prediction in bin b: Beta(%v, %v), want Beta(2/3, 10/3)", a, b)
+	}
+}

@@ -204,9 +204,22 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Replay{cfg: cfg, est: est, target: target, aim: target.PassRate, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7265706c6179)),
+	r := &Replay{cfg: cfg, est: est, target: target, aim: target.PassRate, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7265706c6179)),
 		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{},
-		reqOf: map[string]string{}, reqEv: map[string]*evidence{}}, nil
+		reqOf: map[string]string{}, reqEv: map[string]*evidence{}}
+	est.Predictor = r.predict
+	return r, nil
+}
+
+// predict is the estimate's Predictor: σ(a − d), a the inner target's
+// ability estimate on the difficulty scale and d the task's difficulty
+// estimate.
+func (r *Replay) predict(id string) (float64, bool) {
+	e := r.byID[id]
+	if e == nil {
+		return 0, false
+	}
+	return sigmoid(r.target.a - e.t.Difficulty), true
 }
 
 // Estimate is the curriculum's estimate (read it from the curriculum's
@@ -578,9 +591,7 @@ func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 		r.observeRequest(t.ID, reward)
 	}
 	r.est.Observe(t.ID, e.bin, reward, first)
-	if r.cfg.Strategy == StrategyFrontier || r.cfg.Strategy == StrategyFrontierNoSynth {
-		r.target.observe(t.Difficulty, reward)
-	}
+	r.target.observe(t.Difficulty, reward)
 	if !e.retired && r.frontierLike() {
 		if h, s := r.est.Outside(t.ID); h || s {
 			e.retired = true

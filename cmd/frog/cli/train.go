@@ -297,8 +297,8 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
 	tr.waitEval()
-	if ctx.Err() == nil {
-		tr.evaluate(context.WithoutCancel(ctx), start.Updates+sum.Learner.Updates, learner.Current())
+	if final := start.Updates + sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
+		tr.evaluate(context.WithoutCancel(ctx), final, learner.Current())
 	}
 	if err := shards.close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
@@ -531,6 +531,14 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	t.mu.Unlock()
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).
 		Float64("solved", rep.Solved.Rate).Float64("lo", rep.Solved.Lo).Float64("hi", rep.Solved.Hi).Msg("held-out evaluation")
+}
+
+// evaluatedAt says whether the policy of this update has been evaluated
+// already (the last update fell on --eval-every).
+func (t *trainer) evaluatedAt(update int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last != nil && t.last.AtUpdate == update
 }
 
 func (t *trainer) evals() []metricsEvent {

@@ -33,7 +33,7 @@ type Policy struct {
 	backoff *backoff
 
 	calls, mistakes, contextErrors, infra atomic.Int64
-	promptTokens, completionTokens      atomic.Int64
+	promptTokens, completionTokens        atomic.Int64
 }
 
 var _ policy.Policy = (*Policy)(nil)
@@ -105,7 +105,9 @@ func (p *Policy) Agent() env.Agent { return agent{p} }
 
 type agent struct{ p *Policy }
 
-func (a agent) Act(ctx context.Context, obs env.Observation) (env.Action, error) { return a.p.act(ctx, &obs) }
+func (a agent) Act(ctx context.Context, obs env.Observation) (env.Action, error) {
+	return a.p.act(ctx, &obs)
+}
 
 // act is one episode's next action.
 func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, error) {

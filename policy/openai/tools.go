@@ -217,4 +217,3 @@ func parseCall(c env.ToolCall, exposed []string) env.Action {
 	}
 	return act
 }
-

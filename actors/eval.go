@@ -101,6 +101,7 @@ type EvalCounts struct {
 
 // Evaluate plays every task Samples times with deps' policy, frozen, and
 // reports the solve rates. deps.Learner must be nil: the policy is pol.
+// deps.OnEpisode, when set, is called with every result too (an export).
 func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps) (EvalReport, error) {
 	if len(cfg.Tasks) == 0 {
 		return EvalReport{}, errors.New("evaluate: no tasks")
@@ -122,10 +123,14 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	run.GroupSize, run.GroupsPerUpdate = cfg.Samples, 1
 	var mu sync.Mutex
 	var results []EpisodeResult
+	also := deps.OnEpisode
 	deps.OnEpisode = func(r *EpisodeResult) {
 		mu.Lock()
 		results = append(results, *r)
 		mu.Unlock()
+		if also != nil {
+			also(r)
+		}
 	}
 	deps.Learner = frozen{pol}
 	deps.Source = &listSource{tasks: tasks}

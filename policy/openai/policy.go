@@ -31,6 +31,7 @@ type Policy struct {
 	tools   []sdk.ChatCompletionToolUnionParam
 	pool    *pool
 	backoff *backoff
+	http    *http.Client
 
 	calls, mistakes, contextErrors, infra atomic.Int64
 	promptTokens, completionTokens        atomic.Int64
@@ -51,9 +52,10 @@ func New(cfg Config) (*Policy, error) {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = cfg.MaxInflight
 	tr.MaxConnsPerHost = 0
+	hc := &http.Client{Transport: tr}
 	p := &Policy{
-		cfg: cfg, prompts: pr,
-		pool:    newPool(cfg, &http.Client{Transport: tr}),
+		cfg: cfg, prompts: pr, http: hc,
+		pool:    newPool(cfg, hc),
 		backoff: &backoff{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f70656e)), base: cfg.RetryBase, max: cfg.RetryMax},
 	}
 	for _, name := range cfg.Tools {
@@ -64,6 +66,10 @@ func New(cfg Config) (*Policy, error) {
 	}
 	return p, nil
 }
+
+// Close lets go of the idle connections to the servers. The policy must
+// not be used after.
+func (p *Policy) Close() { p.http.CloseIdleConnections() }
 
 // Config is the policy's configuration.
 func (p *Policy) Config() Config { return p.cfg }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -120,7 +121,10 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	}
 	run := cfg.Run
 	run.Episodes = int64(len(tasks) * cfg.Samples)
-	run.GroupSize, run.GroupsPerUpdate = cfg.Samples, 1
+	// The policy is frozen: no staleness bound should throttle admission
+	// (with one group per update and the default bound, no more than five
+	// groups would run at once, whatever the concurrency).
+	run.GroupSize, run.GroupsPerUpdate, run.MaxStaleness = cfg.Samples, 1, math.MaxInt32
 	var mu sync.Mutex
 	var results []EpisodeResult
 	also := deps.OnEpisode

@@ -41,6 +41,12 @@ type oddFailsLearner struct{ policy.Learner }
 
 func (l oddFailsLearner) Policy() policy.Policy { return oddFails{l.Learner.Policy()} }
 
+// Update wraps every new policy too: the server swaps them in.
+func (l oddFailsLearner) Update(ctx context.Context, b []policy.Group) (policy.Policy, policy.UpdateStats, error) {
+	p, st, err := l.Learner.Update(ctx, b)
+	return oddFails{p}, st, err
+}
+
 func TestPolicyServerErrorsArePerItem(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(map[bool]string{true: "inline", false: "runners"}[inline], func(t *testing.T) {
@@ -67,7 +73,11 @@ func TestPolicyServerErrorsArePerItem(t *testing.T) {
 				case r.Episode%2 == 1:
 					odd++
 					if r.Kind != FailedInfra || !errors.Is(r.Err, env.ErrInfra) {
-						t.Errorf("episode %d (its requests fail): %s, err %v; want failed_infra", r.Episode, r.Kind, r.Err)
+						steps := -1
+						if r.Trajectory != nil {
+							steps = len(r.Trajectory.Steps)
+						}
+						t.Errorf("episode %d (its requests fail): %s after %d attempts (%d steps), err %v; want failed_infra", r.Episode, r.Kind, r.Attempts, steps, r.Err)
 					}
 				default:
 					even++

@@ -48,6 +48,13 @@ func (o *llmOptions) flags(f *pflag.FlagSet) {
 // resolve makes the config: defaults, then the file, then the flags given,
 // then the prompt files. Errors are usage errors.
 func (o *llmOptions) resolve() (openai.Config, error) {
+	if o.fs == nil {
+		// Set by a command itself (frog bench llm), not from flags.
+		if err := o.Config.Validate(); err != nil {
+			return o.Config, &UsageError{Err: err}
+		}
+		return o.Config, nil
+	}
 	cfg := openai.DefaultConfig()
 	if o.File != "" {
 		var err error

@@ -26,6 +26,7 @@ type benchLLMOptions struct {
 	Latency     time.Duration
 	Turns       int
 	Tasks       string
+	Sample      int
 	GroupSize   int
 	Out         string
 	Sandbox     sandboxOptions
@@ -70,6 +71,7 @@ frog's alone; with --tasks it is frog rollout itself, in real sandboxes
 	f.IntVar(&o.Turns, "turns", 3, "model calls per episode (the last one submits)")
 	f.StringVar(&o.Tasks, "tasks", "", "task store: run frog rollout on it in real sandboxes instead of simulated ones")
 	f.IntVar(&o.GroupSize, "group-size", 1, "episodes per task with --tasks")
+	f.IntVar(&o.Sample, "sample", 0, "with --tasks, a seeded random sample of N tasks (0: all)")
 	f.StringVar(&o.Out, "out", "", "export directory with --tasks (default: a temporary one, removed)")
 	o.Sandbox.flags(f, "process")
 	o.TaskOpts.flags(f)
@@ -124,7 +126,7 @@ func runBenchLLM(ctx context.Context, g *globals, o *benchLLMOptions) error {
 			}
 			defer os.RemoveAll(out)
 		}
-		ro := &rolloutOptions{Policy: "openai", LLM: llmOptions{Config: cfg}, Tasks: o.Tasks, GroupSize: o.GroupSize, Out: out,
+		ro := &rolloutOptions{Policy: "openai", LLM: llmOptions{Config: cfg}, Tasks: o.Tasks, Sample: o.Sample, GroupSize: o.GroupSize, Out: out,
 			Concurrency: o.Concurrency, MaxRetries: 2, ShardSize: 1000, Sandbox: o.Sandbox, TaskOpts: o.TaskOpts, JSON: o.JSON}
 		if err := ro.validate(); err != nil {
 			return err

@@ -171,7 +171,10 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		return err
 	}
 	defer release()
-	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Concurrency, log)
+	// Checking builds and runs each task's tests: as many at once as the
+	// cores allow, whatever the episodes' --concurrency (sized to the
+	// model's latency).
+	tasks, quarantined, err := checkTasks(ctx, tenv, recs, min(o.Concurrency, runtime.NumCPU()), log)
 	if err != nil {
 		return err
 	}

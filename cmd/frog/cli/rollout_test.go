@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
 	"github.com/frognano/frog/policy/openai"
 	"github.com/frognano/frog/policy/openai/openaitest"
@@ -243,5 +244,23 @@ func TestRolloutBadInputExitsTwoBeforeAnyEpisode(t *testing.T) {
 		"--api-key-env", "FROG_ROLLOUT_KEY", "--log-level", "disabled"}, &stdout, &stderr)
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), `unknown model "nosuch"`) {
 		t.Errorf("unknown model: exit %d, %v", ExitCode(err), err)
+	}
+}
+
+func TestLLMFlagsOverrideTheConfigFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "m.json")
+	os.WriteFile(file, []byte(`{"base_urls": ["http://a:1/v1"], "model": "from-file", "temperature": 0.2, "max_turns": 9}`), 0o644)
+	var lo llmOptions
+	fs := pflag.NewFlagSet("rollout", pflag.ContinueOnError)
+	lo.flags(fs)
+	if err := fs.Parse([]string{"--llm-config", file, "--model", "from-flag", "--max-inflight", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := lo.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != "from-flag" || cfg.Temperature != 0.2 || cfg.MaxTurns != 9 || cfg.MaxInflight != 3 || cfg.BaseURLs[0] != "http://a:1/v1" {
+		t.Errorf("resolved %+v; want the flags over the file over the defaults", cfg)
 	}
 }

@@ -28,7 +28,8 @@ type Turn struct {
 	// the model's context: no answer, the agent's own doing.
 	ContextExceeded bool `json:"context_exceeded,omitempty"`
 
-	// RequestHash is the SHA-256 of the request's messages as sent (hex);
+	// RequestHash is the SHA-256 (hex) of the request's messages in a
+	// canonical form (policy/openai: each field NUL-terminated);
 	// RequestMessages how many there were and Elided how many older tool
 	// results were cut from them to fit the context budget. The messages
 	// themselves are rebuilt from the trajectory's earlier steps.

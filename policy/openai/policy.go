@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -132,8 +131,7 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 	budget := 4 * p.cfg.ContextBudget >> min(conv.overflows, 16)
 	elided := conv.elide(budget)
 	msgs := conv.params()
-	raw, _ := json.Marshal(msgs)
-	sum := sha256.Sum256(raw)
+	hash := conv.hash()
 	params := sdk.ChatCompletionNewParams{
 		Model: shared.ChatModel(p.cfg.Model), Messages: msgs, Tools: p.tools,
 		Temperature: sdk.Float(p.cfg.Temperature), TopP: sdk.Float(p.cfg.TopP),
@@ -147,7 +145,7 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 	if p.cfg.Seed != 0 {
 		params.Seed = sdk.Int(p.cfg.Seed)
 	}
-	turn := &env.Turn{Call: -1, RequestHash: hex.EncodeToString(sum[:]), RequestMessages: len(msgs), Elided: elided, Model: p.cfg.Model}
+	turn := &env.Turn{Call: -1, RequestHash: hash, RequestMessages: len(msgs), Elided: elided, Model: p.cfg.Model}
 	p.calls.Add(1)
 	res, err := p.complete(ctx, params)
 	turn.Latency, turn.Overhead, turn.Queued, turn.Retries, turn.Server = res.latency, res.overhead, res.queued, res.retries, res.server
@@ -205,6 +203,29 @@ func (p *Policy) count(act env.Action) {
 	if act.Mistake != "" {
 		p.mistakes.Add(1)
 	}
+}
+
+// hash is the SHA-256 (hex) of the messages' canonical form: each field of
+// each message (role, content, tool calls' id, name and arguments, the
+// call a result answers) followed by a NUL byte. It is cheaper than hashing
+// the request's JSON, and as exact.
+func (c *conversation) hash() string {
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, m := range c.msgs {
+		field(m.Role)
+		field(m.Content)
+		for _, t := range m.ToolCalls {
+			field(t.ID)
+			field(t.Function.Name)
+			field(t.Function.Arguments)
+		}
+		field(m.ToolCallID)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // params are the conversation's messages as the SDK sends them.

@@ -181,6 +181,9 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if len(tasks) == 0 {
 		return fmt.Errorf("no task of %d holds up (all quarantined)", len(recs))
 	}
+	if quarantined == nil {
+		quarantined = []string{}
+	}
 	exp := openai.NewExporter(pol, func(r openai.Record) error { shards.write(r); return nil })
 	var timings openai.Timings
 	cfg := actors.DefaultConfig()

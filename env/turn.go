@@ -54,6 +54,10 @@ type Turn struct {
 	// Server is the base URL that answered and Model the model it named.
 	Server string `json:"server,omitempty"`
 	Model  string `json:"model,omitempty"`
+	// TrainerVersion is the weights' version the external trainer had
+	// announced when the call was made (policy/openai's version file), -1
+	// when none is announced.
+	TrainerVersion int64 `json:"trainer_version"`
 }
 
 // ToolCall is one function call of a model's answer, as sent.

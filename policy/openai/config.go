@@ -52,6 +52,12 @@ type Config struct {
 	ContextBudget int `json:"context_budget"`
 	// Tools are the tools exposed to the model, by env name.
 	Tools []string `json:"tools"`
+	// VersionFile, when set, is where the external trainer announces the
+	// version of the weights the servers now serve (an integer, rewritten
+	// whenever it loads new weights). Each model call records the version
+	// announced then (env.Turn.TrainerVersion); ExportLearner measures
+	// staleness by it.
+	VersionFile string `json:"policy_version_file,omitempty"`
 	// SystemPrompt and TaskPrompt are text/template templates over
 	// PromptData; empty means the defaults (DefaultSystemPrompt,
 	// DefaultTaskPrompt).

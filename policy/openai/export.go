@@ -36,8 +36,11 @@ type Record struct {
 	Outcome   string `json:"outcome"`
 	Submitted bool   `json:"submitted"`
 	Attempts  int    `json:"attempts"`
-	// PolicyVersion is the oldest version among the episode's actions.
+	// PolicyVersion is the oldest version among the episode's actions (the
+	// policy server's); TrainerVersion the oldest the external trainer had
+	// announced at the episode's model calls (-1: none announced).
 	PolicyVersion    int64  `json:"policy_version"`
+	TrainerVersion   int64  `json:"trainer_version"`
 	Model            string `json:"model"`
 	PromptTokens     int    `json:"prompt_tokens"`
 	CompletionTokens int    `json:"completion_tokens"`
@@ -115,7 +118,7 @@ func (p *Policy) Messages(task env.TaskView, traj *env.Trajectory) ([]Message, e
 func (p *Policy) Record(ep Episode, adv *float64) (Record, error) {
 	r := Record{
 		Tools: p.ToolDefs(), Advantage: adv, TaskID: ep.Task.ID, GroupID: fmt.Sprintf("g%d", ep.Group), GroupSize: ep.GroupSize,
-		Episode: ep.Episode, Outcome: ep.Outcome, Attempts: ep.Attempts, Model: p.cfg.Model, PolicyVersion: -1,
+		Episode: ep.Episode, Outcome: ep.Outcome, Attempts: ep.Attempts, Model: p.cfg.Model, PolicyVersion: -1, TrainerVersion: -1,
 		Messages: []Message{}, Turns: []TurnRecord{},
 	}
 	if ep.Trajectory == nil {
@@ -129,6 +132,7 @@ func (p *Policy) Record(ep Episode, adv *float64) (Record, error) {
 	r.Messages = msgs
 	reward := tr.Reward
 	r.Reward, r.Submitted, r.Steps, r.PolicyVersion = &reward, tr.Submitted, len(tr.Steps), tr.MinVersion()
+	r.TrainerVersion = oldestTrainerVersion(tr.Steps)
 	// The assistant messages, in order, are the turns that did not continue
 	// an answer and were not context refusals.
 	var asst []int

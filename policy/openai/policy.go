@@ -32,6 +32,8 @@ type Policy struct {
 	backoff *backoff
 	http    *http.Client
 
+	versions *versionFile
+
 	calls, mistakes, contextErrors, infra atomic.Int64
 	promptTokens, completionTokens        atomic.Int64
 }
@@ -52,8 +54,9 @@ func New(cfg Config) (*Policy, error) {
 	tr.MaxIdleConnsPerHost = cfg.MaxInflight
 	tr.MaxConnsPerHost = 0
 	hc := &http.Client{Transport: tr}
+	p0 := &versionFile{path: cfg.VersionFile}
 	p := &Policy{
-		cfg: cfg, prompts: pr, http: hc,
+		cfg: cfg, prompts: pr, http: hc, versions: p0,
 		pool:    newPool(cfg, hc),
 		backoff: &backoff{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f70656e)), base: cfg.RetryBase, max: cfg.RetryMax},
 	}
@@ -124,7 +127,7 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 	if conv.pending >= 0 {
 		// The last answer has calls left to play: no model call.
 		act := parseCall(conv.answer[conv.pending], p.cfg.Tools)
-		act.Turn = &env.Turn{Continues: true, Call: conv.pending}
+		act.Turn = &env.Turn{Continues: true, Call: conv.pending, TrainerVersion: p.TrainerVersion()}
 		p.count(act)
 		return act, nil
 	}
@@ -145,7 +148,7 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 	if p.cfg.Seed != 0 {
 		params.Seed = sdk.Int(p.cfg.Seed)
 	}
-	turn := &env.Turn{Call: -1, RequestHash: hash, RequestMessages: len(msgs), Elided: elided, Model: p.cfg.Model}
+	turn := &env.Turn{Call: -1, RequestHash: hash, RequestMessages: len(msgs), Elided: elided, Model: p.cfg.Model, TrainerVersion: p.TrainerVersion()}
 	p.calls.Add(1)
 	res, err := p.complete(ctx, params)
 	turn.Latency, turn.Overhead, turn.Queued, turn.Retries, turn.Server = res.latency, res.overhead, res.queued, res.retries, res.server

@@ -30,7 +30,11 @@ func (o *llmOptions) flags(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.BaseURLs, "base-url", nil, "OpenAI-compatible API root, e.g. http://localhost:8000/v1 (repeatable: requests go to the least busy)")
 	f.StringVar(&c.Model, "model", "", "model name, as the server names it")
 	f.StringVar(&c.APIKeyEnv, "api-key-env", d.APIKeyEnv, "environment variable holding the API key (unset: no key sent)")
-	f.Float64Var(&c.Temperature, "temperature", d.Temperature, "sampling temperature")
+	if f.Lookup("temperature") == nil {
+		// frog train has its own --temperature; with --policy openai it is
+		// the model's.
+		f.Float64Var(&c.Temperature, "temperature", d.Temperature, "sampling temperature")
+	}
 	f.Float64Var(&c.TopP, "top-p", d.TopP, "nucleus sampling top-p")
 	f.IntVar(&c.MaxTokens, "max-tokens", d.MaxTokens, "most tokens per answer (0: the server's default)")
 	f.IntVar(&c.MaxTurns, "max-turns", d.MaxTurns, "most tool calls per episode (mistakes included): the episode's step limit")
@@ -41,6 +45,7 @@ func (o *llmOptions) flags(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.Tools, "tools", d.Tools, "tools exposed to the model (add candidates, try, apply for frog's template repairs)")
 	f.BoolVar(&c.LogProbs, "logprobs", false, "ask the server for the sampled tokens' log-probabilities")
 	f.Int64Var(&c.Seed, "llm-seed", 0, "seed sent with every request (0: none)")
+	f.StringVar(&c.VersionFile, "policy-version-file", "", "file where the external trainer announces the version its servers serve (an integer): staleness is measured by it")
 	f.StringVar(&o.SystemFile, "system-prompt-file", "", "text/template file replacing the system prompt (see docs/llm.md)")
 	f.StringVar(&o.TaskFile, "task-prompt-file", "", "text/template file replacing the task statement")
 }
@@ -71,7 +76,7 @@ func (o *llmOptions) resolve() (openai.Config, error) {
 	set("base-url", func() { cfg.BaseURLs = c.BaseURLs })
 	set("model", func() { cfg.Model = c.Model })
 	set("api-key-env", func() { cfg.APIKeyEnv = c.APIKeyEnv })
-	set("temperature", func() { cfg.Temperature = c.Temperature })
+	set("temperature", func() { cfg.Temperature, _ = f.GetFloat64("temperature") })
 	set("top-p", func() { cfg.TopP = c.TopP })
 	set("max-tokens", func() { cfg.MaxTokens = c.MaxTokens })
 	set("max-turns", func() { cfg.MaxTurns = c.MaxTurns })
@@ -82,6 +87,7 @@ func (o *llmOptions) resolve() (openai.Config, error) {
 	set("tools", func() { cfg.Tools = c.Tools })
 	set("logprobs", func() { cfg.LogProbs = c.LogProbs })
 	set("llm-seed", func() { cfg.Seed = c.Seed })
+	set("policy-version-file", func() { cfg.VersionFile = c.VersionFile })
 	for _, p := range []struct {
 		flag, file string
 		dst        *string

@@ -264,3 +264,44 @@ func TestLLMFlagsOverrideTheConfigFile(t *testing.T) {
 		t.Errorf("resolved %+v; want the flags over the file over the defaults", cfg)
 	}
 }
+
+// TestTrainWithAnExternalTrainer: frog train --policy openai runs the
+// curriculum over a store with the scripted model and exports every
+// completed group, with advantages, for the trainer; the trainer's version
+// file is read into the records.
+func TestTrainWithAnExternalTrainer(t *testing.T) {
+	tasks, ws, fixes := rolloutFixture(t, "4")
+	srv := openaitest.New(planner(fixes))
+	defer srv.Close()
+	tmp := t.TempDir()
+	prompt, vf, dir := filepath.Join(tmp, "task.tmpl"), filepath.Join(tmp, "version"), filepath.Join(tmp, "run")
+	os.WriteFile(prompt, []byte("Task: {{.Task.ID}}"), 0o644)
+	os.WriteFile(vf, []byte("7"), 0o644)
+	m := runJSON(t, "train", "--policy", "openai", "--base-url", srv.BaseURL(), "--model", "test-model", "--tasks", tasks, "--local", tinyModule,
+		"--workspaces", ws, "--episodes", "8", "--group-size", "2", "--groups-per-update", "2", "--concurrency", "4", "--sandbox", "process",
+		"--task-prompt-file", prompt, "--policy-version-file", vf, "--max-turns", "6", "--run-dir", dir, "--json", "--log-level", "warn")
+	num := func(k string) float64 { v, _ := path(m, k); f, _ := v.(float64); return f }
+	if v, _ := path(m, "episodes.accounted"); v != true || num("episodes.admitted") != 8 {
+		t.Fatalf("episodes %v: want 8 admitted and accounted", m["episodes"])
+	}
+	completed := num("episodes.completed")
+	if completed == 0 || num("exported") != completed || num("learner.updates") == 0 {
+		t.Fatalf("exported %v of %v completed after %v updates; want all of them", num("exported"), completed, num("learner.updates"))
+	}
+	recs, err := openai.ReadShards(filepath.Join(dir, "trajectories"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(len(recs)) != completed {
+		t.Fatalf("%d records read back, want %v", len(recs), completed)
+	}
+	for _, r := range recs {
+		if r.Advantage == nil || r.Reward == nil || r.TrainerVersion != 7 || r.GroupSize != 2 || len(r.Messages) < 4 {
+			t.Errorf("record %d: advantage %v reward %v trainer version %d group size %d, %d messages", r.Episode, r.Advantage, r.Reward, r.TrainerVersion, r.GroupSize, len(r.Messages))
+		}
+	}
+	metrics, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil || !strings.Contains(string(metrics), `"exported":`) {
+		t.Errorf("metrics.jsonl has no update lines with the export's count: %v %.200s", err, metrics)
+	}
+}

@@ -309,6 +309,24 @@ func TestCheckBeforeAnyEpisode(t *testing.T) {
 	if err := p.Check(context.Background()); err != nil {
 		t.Errorf("good server: %v", err)
 	}
+	// A server that lists no models is asked for one token instead.
+	var asked atomic.Int64
+	quiet := openaitest.New(func(r openaitest.Request) openaitest.Reply {
+		asked.Add(1)
+		if r.Model != "test-model" {
+			return openaitest.Reply{Status: 404, Body: `{"error": {"message": "model not found", "type": "not_found", "code": "model_not_found"}}`}
+		}
+		return openaitest.Reply{Content: "p"}
+	})
+	defer quiet.Close()
+	quiet.NoModels = true
+	if err := newPolicy(t, []string{quiet.BaseURL()}, nil).Check(context.Background()); err != nil || asked.Load() != 1 {
+		t.Errorf("a server without a model list: %v after %d completions; want ok after one", err, asked.Load())
+	}
+	err := newPolicy(t, []string{quiet.BaseURL()}, func(c *openai.Config) { c.Model = "nosuch" }).Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `model "nosuch"`) {
+		t.Errorf("an unknown model on a server without a model list: %v", err)
+	}
 	gone := openaitest.New(nil)
 	url := gone.BaseURL()
 	gone.Close()

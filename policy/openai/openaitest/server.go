@@ -76,6 +76,9 @@ type Server struct {
 	// when set, is demanded as a bearer token.
 	Models []string
 	APIKey string
+	// NoModels answers GET /v1/models with 404, as servers that list no
+	// models do.
+	NoModels bool
 
 	requests atomic.Int64
 	inflight atomic.Int64
@@ -103,7 +106,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/models" && !s.NoModels:
 		var data []map[string]any
 		for _, m := range s.Models {
 			data = append(data, map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "frog"})

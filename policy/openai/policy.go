@@ -53,10 +53,11 @@ func New(cfg Config) (*Policy, error) {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = cfg.MaxInflight
 	tr.MaxConnsPerHost = 0
+	// One connection pool for all the servers, each keeping as many idle
+	// connections as it may have requests in flight.
 	hc := &http.Client{Transport: tr}
-	p0 := &versionFile{path: cfg.VersionFile}
 	p := &Policy{
-		cfg: cfg, prompts: pr, http: hc, versions: p0,
+		cfg: cfg, prompts: pr, http: hc, versions: &versionFile{path: cfg.VersionFile},
 		pool:    newPool(cfg, hc),
 		backoff: &backoff{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f70656e)), base: cfg.RetryBase, max: cfg.RetryMax},
 	}

@@ -48,6 +48,13 @@ type trainOptions struct {
 	TargetPassRate float64  `json:"target_pass_rate"`
 	StartDiff      float64  `json:"start_difficulty"`
 
+	// Policy is neural (the built-in repair policy, learned here) or openai
+	// (a language model whose trainer is elsewhere: the groups are
+	// exported, see train_llm.go).
+	Policy      string     `json:"policy"`
+	LLM         llmOptions `json:"llm"`
+	ExportQueue int        `json:"export_queue,omitempty"`
+
 	Name   string `json:"name,omitempty"`
 	RunDir string `json:"-"`
 	Resume string `json:"-"`
@@ -131,11 +138,20 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
 	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint (its config.json; --episodes and --duration may be given anew)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
+	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")
+	o.LLM.flags(f)
+	f.IntVar(&o.ExportQueue, "export-queue", 4, "with --policy openai: batches of groups buffered for the export before updates wait (and admission pauses)")
 	c.PreRunE = func(c *cobra.Command, _ []string) error { return o.validate(c) }
 	return c
 }
 
 func (o *trainOptions) validate(c *cobra.Command) error {
+	if o.Policy == "openai" {
+		return o.validateLLM()
+	}
+	if o.Policy != "neural" {
+		return usagef("--policy %q: want neural or openai", o.Policy)
+	}
 	if o.Resume != "" {
 		return o.loadResume(c)
 	}
@@ -228,6 +244,9 @@ type trainReport struct {
 }
 
 func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command) error {
+	if o.Policy == "openai" {
+		return runTrainLLM(ctx, g, o)
+	}
 	log, err := g.logger()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -101,6 +102,7 @@ type EvalCounts struct {
 
 // Evaluate plays every task Samples times with deps' policy, frozen, and
 // reports the solve rates. deps.Learner must be nil: the policy is pol.
+// deps.OnEpisode, when set, is called with every result too (an export).
 func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps) (EvalReport, error) {
 	if len(cfg.Tasks) == 0 {
 		return EvalReport{}, errors.New("evaluate: no tasks")
@@ -119,13 +121,20 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	}
 	run := cfg.Run
 	run.Episodes = int64(len(tasks) * cfg.Samples)
-	run.GroupSize, run.GroupsPerUpdate = cfg.Samples, 1
+	// The policy is frozen: no staleness bound should throttle admission
+	// (with one group per update and the default bound, no more than five
+	// groups would run at once, whatever the concurrency).
+	run.GroupSize, run.GroupsPerUpdate, run.MaxStaleness = cfg.Samples, 1, math.MaxInt32
 	var mu sync.Mutex
 	var results []EpisodeResult
+	also := deps.OnEpisode
 	deps.OnEpisode = func(r *EpisodeResult) {
 		mu.Lock()
 		results = append(results, *r)
 		mu.Unlock()
+		if also != nil {
+			also(r)
+		}
 	}
 	deps.Learner = frozen{pol}
 	deps.Source = &listSource{tasks: tasks}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -24,7 +25,8 @@ type PolicyServerStats struct {
 	MeanBatch float64 `json:"mean_batch"`
 	MaxBatch  int     `json:"max_batch"`
 	Version   int64   `json:"version"`
-	Errors    int64   `json:"errors"`
+	// Errors counts requests answered with an error.
+	Errors int64 `json:"errors"`
 	// Dropped counts answers for episodes that were gone (cancelled or
 	// crashed) by the time their batch finished.
 	Dropped int64 `json:"dropped_answers"`
@@ -54,7 +56,7 @@ type policyServer struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	st        PolicyServerStats
-	// errors counts failed batches. The worker counts before it answers, so
+	// errors counts failed requests. The worker counts before it answers, so
 	// an episode that saw the error never finds it missing from the stats.
 	errors  atomic.Int64
 	dropped atomic.Int64
@@ -144,9 +146,11 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 			obs[i] = r.Obs
 		}
 		acts := make([]env.Action, len(batch))
-		err := actSafely(ictx, pol, obs, acts)
-		if err != nil {
-			s.errors.Add(1)
+		errs := itemErrors(ictx, actSafely(ictx, pol, obs, acts), len(batch))
+		for _, err := range errs {
+			if err != nil {
+				s.errors.Add(1)
+			}
 		}
 		deliver := func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -158,7 +162,7 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 					continue
 				}
 				acts[i].Version = version
-				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: &acts[i], Err: err})
+				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: &acts[i], Err: errs[i]})
 			}
 		}
 		// Episodes that step inline do their sandbox work on the goroutine
@@ -181,7 +185,7 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 	}()
 }
 
-// actSafely runs a batch on pol; an error or a panic of the policy is an
+// actSafely runs a batch on pol; a panic of the policy is an
 // infrastructure fault of every episode in the batch, not a crash of frog.
 func actSafely(ctx context.Context, pol policy.Policy, obs []env.Observation, acts []env.Action) (err error) {
 	defer func() {
@@ -189,5 +193,25 @@ func actSafely(ctx context.Context, pol policy.Policy, obs []env.Observation, ac
 			err = env.Infra(fmt.Errorf("policy panicked on a batch of %d: %v", len(obs), r))
 		}
 	}()
-	return env.Infra(pol.Act(ctx, obs, acts))
+	return pol.Act(ctx, obs, acts)
+}
+
+// itemErrors splits the error of a batch of n into each item's: an
+// ItemErrors gives each its own entry, any other error is every item's. A
+// cancellation of the server's context stays a cancellation; every other
+// error is an infrastructure fault (the agent's own mistakes are actions,
+// never errors: env.Action.Mistake).
+func itemErrors(ctx context.Context, err error, n int) []error {
+	errs := make([]error, n)
+	if err == nil {
+		return errs
+	}
+	for i := range errs {
+		e := policy.Item(err, i)
+		if e != nil && !(ctx.Err() != nil && errors.Is(e, ctx.Err())) {
+			e = env.Infra(e)
+		}
+		errs[i] = e
+	}
+	return errs
 }

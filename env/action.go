@@ -98,6 +98,13 @@ type Action struct {
 	// Decision, when set, is what a learner needs to recompute LogProb: the
 	// choice the policy made and what it chose from.
 	Decision *Decision `json:"decision,omitempty"`
+	// Mistake, when set, says the policy's model gave no valid action (a
+	// malformed or unknown tool call, text with no tool call, a request too
+	// long for its context): the step is recorded as the agent's mistake,
+	// shown to it with this message, and counts against the step limit.
+	Mistake string `json:"mistake,omitempty"`
+	// Turn, when set, is the language-model call behind the action.
+	Turn *Turn `json:"turn,omitempty"`
 }
 
 // Decision records one choice of a policy that scores options: the

@@ -184,6 +184,9 @@ func Evaluate(ctx context.Context, sb Sandbox, task *Task) (bool, error) {
 func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResult, error) {
 	maxOut := e.opts.MaxObservation
 	h := e.opts.Harness
+	if act.Mistake != "" {
+		return mistake(act.Mistake), nil
+	}
 	switch act.Tool {
 	case ToolView:
 		return e.viewFile(ctx, sb, act)

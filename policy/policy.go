@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/frognano/frog/env"
 )
@@ -72,4 +74,40 @@ type UpdateStats struct {
 type Checkpointer interface {
 	Checkpoint() ([]byte, error)
 	Restore(data []byte) error
+}
+
+// ItemErrors is what a Policy's Act returns when some observations of a
+// batch failed and others did not: one entry per observation, nil where
+// acts[i] was chosen. The policy server then answers each episode with its
+// own outcome, so one failing request affects only its episode. Any other
+// error of Act is the whole batch's.
+type ItemErrors []error
+
+func (e ItemErrors) Error() string {
+	n, first := 0, error(nil)
+	for _, err := range e {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			n++
+		}
+	}
+	if first == nil {
+		return "no item failed"
+	}
+	return fmt.Sprintf("%d of %d items failed, the first: %v", n, len(e), first)
+}
+
+// Item returns the error of item i of a batch whose Act returned err: err's
+// own entry when err is an ItemErrors, else err.
+func Item(err error, i int) error {
+	var items ItemErrors
+	if errors.As(err, &items) {
+		if i < len(items) {
+			return items[i]
+		}
+		return nil
+	}
+	return err
 }

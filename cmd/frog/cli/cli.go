@@ -158,7 +158,7 @@ graceful shutdown that records every episode).`,
 		}
 		return g.startProfiles()
 	}
-	root.AddCommand(newSimCmd(g), newTrainCmd(g), newEvalCmd(g), newReportCmd(g), newExperimentCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g))
+	root.AddCommand(newSimCmd(g), newTrainCmd(g), newEvalCmd(g), newRolloutCmd(g), newReportCmd(g), newExperimentCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g))
 	for _, c := range root.Commands() {
 		c.Flags().SetNormalizeFunc(normalize)
 	}

@@ -52,6 +52,13 @@ type trainOptions struct {
 	Curriculum string        `json:"curriculum,omitempty"`
 	ReplayOpts replayOptions `json:"replay_options"`
 
+	// Policy is neural (the built-in repair policy, learned here) or openai
+	// (a language model whose trainer is elsewhere: the groups are
+	// exported, see train_llm.go).
+	Policy      string     `json:"policy"`
+	LLM         llmOptions `json:"llm"`
+	ExportQueue int        `json:"export_queue,omitempty"`
+
 	Name   string `json:"name,omitempty"`
 	RunDir string `json:"-"`
 	Resume string `json:"-"`
@@ -140,11 +147,20 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
 	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint (its config.json; --episodes and --duration may be given anew)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
+	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")
+	o.LLM.flags(f)
+	f.IntVar(&o.ExportQueue, "export-queue", 4, "with --policy openai: batches of groups buffered for the export before updates wait (and admission pauses)")
 	c.PreRunE = func(c *cobra.Command, _ []string) error { return o.validate(c) }
 	return c
 }
 
 func (o *trainOptions) validate(c *cobra.Command) error {
+	if o.Policy == "openai" {
+		return o.validateLLM()
+	}
+	if o.Policy != "neural" {
+		return usagef("--policy %q: want neural or openai", o.Policy)
+	}
 	if o.Resume != "" {
 		return o.loadResume(c)
 	}
@@ -240,6 +256,9 @@ type trainReport struct {
 }
 
 func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command) error {
+	if o.Policy == "openai" {
+		return runTrainLLM(ctx, g, o)
+	}
 	log, err := g.logger()
 	if err != nil {
 		return err
@@ -312,8 +331,8 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
 	tr.waitEval()
-	if ctx.Err() == nil {
-		tr.evaluate(context.WithoutCancel(ctx), start.Updates+sum.Learner.Updates, learner.Current())
+	if final := start.Updates + sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
+		tr.evaluate(context.WithoutCancel(ctx), final, learner.Current())
 	}
 	if err := shards.close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
@@ -546,6 +565,14 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	t.mu.Unlock()
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).
 		Float64("solved", rep.Solved.Rate).Float64("lo", rep.Solved.Lo).Float64("hi", rep.Solved.Hi).Msg("held-out evaluation")
+}
+
+// evaluatedAt says whether the policy of this update has been evaluated
+// already (the last update fell on --eval-every).
+func (t *trainer) evaluatedAt(update int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last != nil && t.last.AtUpdate == update
 }
 
 func (t *trainer) evals() []metricsEvent {

@@ -14,14 +14,19 @@ import (
 )
 
 // Source serves the tasks of a store to a curriculum: a request for n
-// tasks at difficulty d draws n tasks, with replacement, from the tasks
-// whose difficulty estimates lie nearest d (the nearest tenth of the store,
-// at least n), so that a long run cycles through many tasks of the right
-// difficulty. It is safe for concurrent use.
+// tasks at difficulty d draws n tasks from those whose difficulty
+// estimates lie nearest d (the nearest tenth of the store, at least n); a
+// request for a bin (TasksFor) draws from the tasks that match it best.
+// Either way a draw takes the tasks served least often first, so that a
+// curriculum asking for fresh tasks gets tasks it has not seen while the
+// store has some, and a long run cycles through all of them (a curriculum
+// that wants a task again replays it itself). It is safe for concurrent
+// use.
 type Source struct {
-	mu    sync.Mutex
-	rng   *rand.Rand
-	tasks []env.Task // sorted by difficulty
+	mu     sync.Mutex
+	rng    *rand.Rand
+	tasks  []env.Task // sorted by difficulty
+	served []int      // per task, how often a draw returned it
 }
 
 var (
@@ -39,6 +44,7 @@ func NewSource(recs []synth.TaskRecord, seed uint64) (*Source, error) {
 		s.tasks = append(s.tasks, r.Task)
 	}
 	slices.SortStableFunc(s.tasks, func(a, b env.Task) int { return cmp.Compare(a.Difficulty, b.Difficulty) })
+	s.served = make([]int, len(s.tasks))
 	return s, nil
 }
 
@@ -71,33 +77,52 @@ func (s *Source) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Ta
 	}
 	out := make([]env.Task, n)
 	for j := range out {
-		out[j] = s.tasks[lo+s.rng.IntN(hi-lo)]
+		out[j] = s.tasks[s.leastServed(hi-lo, func(c int) (int, int) { return lo + c, 0 })]
 	}
 	return out, nil
 }
 
-// TasksFor draws n tasks, with replacement, from those whose bins
-// (synth.BinOf) match k best: every knob asked for if any task does, else
-// the most of them.
+// leastServed draws one of n candidates: cand(c) gives the c-th one's
+// task index and its rank (lower is a better match). It takes the
+// candidates served least often, then the best ranked of those, at random
+// among ties, and counts the draw. s.mu is held.
+func (s *Source) leastServed(n int, cand func(c int) (i, rank int)) int {
+	pick, ties := -1, 0
+	bestServed, bestRank := 0, 0
+	for c := range n {
+		i, rank := cand(c)
+		switch {
+		case pick < 0 || s.served[i] < bestServed || (s.served[i] == bestServed && rank < bestRank):
+			pick, ties, bestServed, bestRank = i, 1, s.served[i], rank
+		case s.served[i] == bestServed && rank == bestRank:
+			ties++
+			if s.rng.IntN(ties) == 0 { // reservoir: each tie equally likely
+				pick = i
+			}
+		}
+	}
+	s.served[pick]++
+	return pick
+}
+
+// TasksFor draws n tasks for the bin k asks for: of the tasks served
+// least often, those whose bins (synth.BinOf) match k best (every knob
+// asked for if any does, else the most of them). A fresh request is
+// answered with an unseen task of the nearest bin before a seen one of
+// the bin itself.
 func (s *Source) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	best := 5
-	var pick []int
+	misses := make([]int, len(s.tasks))
 	for i := range s.tasks {
-		switch m := k.Misses(synth.BinOf(&s.tasks[i])); {
-		case m < best:
-			best, pick = m, append(pick[:0], i)
-		case m == best:
-			pick = append(pick, i)
-		}
+		misses[i] = k.Misses(synth.BinOf(&s.tasks[i]))
 	}
 	out := make([]env.Task, n)
 	for j := range out {
-		out[j] = s.tasks[pick[s.rng.IntN(len(pick))]]
+		out[j] = s.tasks[s.leastServed(len(s.tasks), func(c int) (int, int) { return c, misses[c] })]
 	}
 	return out, nil
 }

@@ -261,6 +261,34 @@ func TestRepairKeepsAWholeLastRecord(t *testing.T) {
 	}
 }
 
+// A long run through a window of the store sees every task of the window
+// before any twice.
+func TestSourceServesUnseenTasksFirst(t *testing.T) {
+	var recs []synth.TaskRecord
+	for i := range 100 {
+		r := sample(fmt.Sprint(i))
+		r.Difficulty = float64(i) / 10
+		recs = append(recs, r)
+	}
+	src, err := NewSource(recs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for range 5 {
+		got, err := src.Tasks(context.Background(), 2, 4.2) // a window of 10 tasks
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range got {
+			seen[tk.ID]++
+		}
+	}
+	if len(seen) != 10 {
+		t.Errorf("10 draws from a window of 10 saw %d tasks (%v); want each once", len(seen), seen)
+	}
+}
+
 func TestSourceTasksForDrawsTheBinAskedFor(t *testing.T) {
 	mk := func(id, fam string) synth.TaskRecord {
 		return synth.TaskRecord{Task: env.Task{ID: id, Repo: "m", Mutations: []env.Mutation{{Family: fam, File: "a.go"}}}}
@@ -269,13 +297,18 @@ func TestSourceTasksForDrawsTheBinAskedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := src.TasksFor(context.Background(), 20, synth.Knobs{Family: "stmt"})
-	if err != nil || len(got) != 20 {
+	// The bin's task first; then, the bin spent, unseen tasks of the
+	// nearest bins; then the bin's again: every round serves each task once.
+	got, err := src.TasksFor(context.Background(), 6, synth.Knobs{Family: "stmt"})
+	if err != nil || len(got) != 6 {
 		t.Fatalf("TasksFor: %d tasks, %v", len(got), err)
 	}
-	for _, task := range got {
-		if task.ID != "b" {
-			t.Fatalf("asked for stmt, got task %s", task.ID)
+	for round := range 2 {
+		if id := got[3*round].ID; id != "b" {
+			t.Errorf("round %d: asked for stmt, first got task %s", round, id)
+		}
+		if ids := got[3*round+1].ID + got[3*round+2].ID; ids != "ac" && ids != "ca" {
+			t.Errorf("round %d: the stmt task served, got %s; want the unseen a and c", round, ids)
 		}
 	}
 	// No task of the family asked for: the best matches (module m) instead.

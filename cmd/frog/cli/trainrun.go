@@ -159,16 +159,23 @@ func (c *checkpointDir) Save(ck actors.Checkpoint) error {
 	if err := writeFileAtomic(filepath.Join(c.dir, "latest"), []byte(name+"\n")); err != nil {
 		return err
 	}
-	c.prune()
+	c.prune(name)
 	return nil
 }
 
-func (c *checkpointDir) prune() {
+// prune removes the oldest checkpoints beyond keep, never the one just
+// written (latest names it, whatever the others' versions: a directory may
+// hold checkpoints of higher versions than the one a run writes now).
+func (c *checkpointDir) prune(current string) {
 	names, _ := filepath.Glob(filepath.Join(c.dir, "ckpt-*.json"))
 	sort.Strings(names)
-	for len(names) > c.keep {
-		os.Remove(names[0])
-		names = names[1:]
+	for i := 0; len(names) > c.keep && i < len(names); {
+		if filepath.Base(names[i]) == current {
+			i++
+			continue
+		}
+		os.Remove(names[i])
+		names = append(names[:i], names[i+1:]...)
 	}
 }
 

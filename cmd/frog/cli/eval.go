@@ -147,6 +147,13 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 	return p, nil
 }
 
+// logRate logs a policy's solve rate the moment it is measured, so that a
+// long evaluation shows its results as it goes.
+func logRate(log zerolog.Logger, policy string, r actors.Rate) {
+	log.Info().Str("policy", policy).Int("solved", r.K).Int("tasks", r.N).
+		Str("rate", fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*r.Rate, 100*r.Lo, 100*r.Hi)).Msg("evaluated")
+}
+
 // evalReport is what `frog eval` prints.
 type evalReport struct {
 	Policies    []actors.EvalReport `json:"policies"`
@@ -202,6 +209,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		}
 		e.Policy = name
 		rep.Policies = append(rep.Policies, e)
+		logRate(log, name, e.Solved)
 	}
 	if o.Ceiling && ctx.Err() == nil {
 		ceil, _ := baseline.New("ceiling", o.Seed)
@@ -214,6 +222,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		}
 		c.Policy = "ceiling"
 		rep.Ceiling = &c
+		logRate(log, c.Policy, c.Solved)
 	}
 	rep.Tasks = tenv.report()
 	if err := rep.print(g.stdout, o.JSON); err != nil {

@@ -135,6 +135,12 @@ func (b *batcher) fresh(groups []policy.Group, version int64) []policy.Group {
 		b.st.trajectories += int64(len(kept))
 		if policy.Variance(g.Rewards()) == 0 {
 			b.st.zeroSignal++
+			if b.refill {
+				// Its stale members dropped, what is left has no signal:
+				// too late to refill (its outcome is reported), not
+				// learned from either.
+				continue
+			}
 		}
 		out = append(out, g)
 	}

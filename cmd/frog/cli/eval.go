@@ -205,6 +205,9 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		pol, _ := evalPolicy(name, o.Seed)
 		e, err := actors.Evaluate(ctx, ecfg, pol, deps)
 		if err != nil {
+			if ctx.Err() != nil {
+				break // interrupted: report what was measured
+			}
 			return err
 		}
 		e.Policy = name
@@ -216,13 +219,14 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		cc := ecfg
 		cc.Run.MaxTries, cc.Run.MaxSteps, cc.Samples = 0, 40, 1
 		log.Info().Int("tasks", len(tasks)).Msg("measuring the candidate-space ceiling")
-		c, err := actors.Evaluate(ctx, cc, ceil, deps)
-		if err != nil {
+		switch c, err := actors.Evaluate(ctx, cc, ceil, deps); {
+		case err != nil && ctx.Err() == nil:
 			return err
+		case err == nil && ctx.Err() == nil:
+			c.Policy = "ceiling"
+			rep.Ceiling = &c
+			logRate(log, c.Policy, c.Solved)
 		}
-		c.Policy = "ceiling"
-		rep.Ceiling = &c
-		logRate(log, c.Policy, c.Solved)
 	}
 	rep.Tasks = tenv.report()
 	if err := rep.print(g.stdout, o.JSON); err != nil {

@@ -40,7 +40,7 @@ image: build ## build the sandbox image frog-sandbox:<version> (no registry and 
 	else echo "make image: no Docker daemon answers; the sandbox image was not built (Docker tests skip unless CI=true)"; fi
 
 test: deps image ## run every test with the race detector (Docker tests use the real daemon)
-	$(GO) test $(GOFLAGS) -race -count=1 ./...
+	$(GO) test $(GOFLAGS) -race -count=1 -timeout 30m ./...
 
 check: ## gofmt, go vet, and builds with cgo on and off
 	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -125,7 +125,7 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
 	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
 	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
-	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal")
+	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
 	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
 	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
 	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
@@ -156,6 +156,11 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 
 func (o *trainOptions) validate(c *cobra.Command) error {
 	if o.Policy == "openai" {
+		if !c.Flags().Changed("refill-zero-variance") {
+			// The external trainer gets every completed group and decides
+			// what to learn from.
+			o.Run.RefillZeroVariance = false
+		}
 		return o.validateLLM()
 	}
 	if o.Policy != "neural" {

@@ -343,6 +343,24 @@ func (s *Synthesizer) Generate(ctx context.Context, n int, emit func(synth.TaskR
 // With fewer than n it returns what it has and an error wrapping
 // ErrExhausted; on cancellation, ctx's error.
 func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Task, error) {
+	return s.draw(ctx, n, func(a, b *synth.TaskRecord) int {
+		return cmp.Compare(math.Abs(a.Difficulty-difficulty), math.Abs(b.Difficulty-difficulty))
+	})
+}
+
+// TasksFor returns n validated tasks whose bins (synth.BinOf) match k best:
+// those matching every knob asked for first, then those matching most of
+// them, in the order they were made. It validates as Tasks does; the
+// operators it tries are not steered, only the choice among what it made.
+func (s *Synthesizer) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	miss := func(r *synth.TaskRecord) int { return k.Misses(synth.BinOf(&r.Task)) }
+	return s.draw(ctx, n, func(a, b *synth.TaskRecord) int { return cmp.Compare(miss(a), miss(b)) })
+}
+
+// draw validates until the pool holds twice n unused tasks (or the sources
+// run out), then hands out the n first by order (a stable sort, so ties
+// keep the order they were made in) and keeps the rest for later calls.
+func (s *Synthesizer) draw(ctx context.Context, n int, order func(a, b *synth.TaskRecord) int) ([]env.Task, error) {
 	var fresh []synth.TaskRecord
 	var err error
 	if need := 2*n - s.pooled(); need > 0 { // Generate takes 0 as "all"
@@ -357,9 +375,7 @@ func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]e
 	if err != nil && !errors.Is(err, ErrExhausted) {
 		return nil, err
 	}
-	slices.SortStableFunc(s.pool, func(a, b synth.TaskRecord) int {
-		return cmp.Compare(math.Abs(a.Difficulty-difficulty), math.Abs(b.Difficulty-difficulty))
-	})
+	slices.SortStableFunc(s.pool, func(a, b synth.TaskRecord) int { return order(&a, &b) })
 	k := min(n, len(s.pool))
 	out := make([]env.Task, k)
 	for i, r := range s.pool[:k] {
@@ -368,39 +384,6 @@ func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]e
 	s.pool = slices.Delete(s.pool, 0, k)
 	if k < n {
 		return out, fmt.Errorf("%d of %d tasks: %w", k, n, ErrExhausted)
-	}
-	return out, nil
-}
-
-// TasksFor returns n validated tasks whose bins (synth.BinOf) match k best:
-// those matching every knob asked for first, then those matching most of
-// them, in the order they were made. It validates as Tasks does; the
-// operators it tries are not steered, only the choice among what it made.
-func (s *Synthesizer) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
-	var fresh []synth.TaskRecord
-	var err error
-	if need := 2*n - s.pooled(); need > 0 {
-		err = s.Generate(ctx, need, func(r synth.TaskRecord) error {
-			fresh = append(fresh, r)
-			return nil
-		})
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pool = append(s.pool, fresh...)
-	if err != nil && !errors.Is(err, ErrExhausted) {
-		return nil, err
-	}
-	miss := func(r *synth.TaskRecord) int { return k.Misses(synth.BinOf(&r.Task)) }
-	slices.SortStableFunc(s.pool, func(a, b synth.TaskRecord) int { return cmp.Compare(miss(&a), miss(&b)) })
-	c := min(n, len(s.pool))
-	out := make([]env.Task, c)
-	for i, r := range s.pool[:c] {
-		out[i] = r.Task
-	}
-	s.pool = slices.Delete(s.pool, 0, c)
-	if c < n {
-		return out, fmt.Errorf("%d of %d tasks: %w", c, n, ErrExhausted)
 	}
 	return out, nil
 }

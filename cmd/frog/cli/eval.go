@@ -169,15 +169,9 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := store.Load(o.Tasks)
+	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample)
 	if err != nil {
-		return &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
-	}
-	if o.Limit > 0 && o.Limit < len(recs) {
-		recs = recs[:o.Limit]
-	}
-	if o.Sample > 0 && o.Sample < len(recs) {
-		recs = sampleTasks(recs, o.Sample)
+		return err
 	}
 	run := "eval-" + time.Now().UTC().Format("20060102-150405")
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: run, Concurrency: o.Concurrency}, log)
@@ -317,6 +311,23 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 			t.Harness.Executions, t.Harness.Builds, t.Harness.RealTries, 100*t.Harness.HitRate)
 	}
 	return tw.Flush()
+}
+
+// loadTasks loads the store a flag names (a usage error if it does not
+// load), keeps its first limit records and then a seeded sample of sample
+// of them (0: all).
+func loadTasks(flag, path string, limit, sample int) ([]synth.TaskRecord, error) {
+	recs, err := store.Load(path)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("%s %s: %w", flag, path, err)}
+	}
+	if limit > 0 && limit < len(recs) {
+		recs = recs[:limit]
+	}
+	if sample > 0 && sample < len(recs) {
+		recs = sampleTasks(recs, sample)
+	}
+	return recs, nil
 }
 
 // sampleTasks is a seeded random sample of n records, in store order: the

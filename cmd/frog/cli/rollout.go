@@ -15,7 +15,6 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
-	"github.com/frognano/frog/synth/store"
 )
 
 // rolloutOptions are the flags of `frog rollout`.
@@ -138,15 +137,9 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := store.Load(o.Tasks)
+	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample)
 	if err != nil {
-		return &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
-	}
-	if o.Limit > 0 && o.Limit < len(recs) {
-		recs = recs[:o.Limit]
-	}
-	if o.Sample > 0 && o.Sample < len(recs) {
-		recs = sampleTasks(recs, o.Sample)
+		return err
 	}
 	pol, err := o.LLM.openLLM(ctx)
 	if err != nil {

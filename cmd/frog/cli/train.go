@@ -424,12 +424,9 @@ func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskEnv, log zerol
 		log.Warn().Msg("no held-out tasks (--heldout \"\"): the run reports no held-out curve")
 		return nil, nil
 	}
-	recs, err := store.Load(o.Heldout)
+	recs, err := loadTasks("--heldout", o.Heldout, 0, o.HeldoutN) // one sample for every run
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--heldout %s: %w", o.Heldout, err)}
-	}
-	if o.HeldoutN > 0 && o.HeldoutN < len(recs) {
-		recs = sampleTasks(recs, o.HeldoutN) // one sample for every run
+		return nil, err
 	}
 	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Run.Concurrency, log)
 	if err != nil {

@@ -223,7 +223,7 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 		return err
 	}
 	tab := summarize(results, o)
-	if err := drawExperiment(o.Dir, tab, results); err != nil {
+	if err := drawExperiment(o.Dir, tab); err != nil {
 		return err
 	}
 	var buf strings.Builder
@@ -600,7 +600,7 @@ var strategyColors = append(slices.Clone(palette), color.RGBA{R: 140, G: 86, B: 
 
 // drawExperiment draws the held-out curve of every strategy (the mean over
 // seeds, its 95% interval as a band) into curriculum.png and .svg.
-func drawExperiment(dir string, t experimentTable, _ []runResult) error {
+func drawExperiment(dir string, t experimentTable) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("held-out solve rate at equal budget (%s)", t.Mode)
 	p.X.Label.Text, p.Y.Label.Text = "test executions", "held-out solve rate (mean over seeds, 95% interval)"

@@ -108,19 +108,25 @@ func (d *runDir) close() {
 	_ = d.metrics.Close()
 }
 
-// writeJSONAtomic writes v as indented JSON to path: a temporary file in the
-// same directory, fsync, rename.
+// writeJSONAtomic writes v as indented JSON to path (writeFileAtomic).
 func writeJSONAtomic(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, fsync and rename: a kill at any moment leaves the old file or
+// the new one, whole.
+func writeFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write(append(data, '\n')); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

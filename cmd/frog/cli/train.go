@@ -103,7 +103,7 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
   frog train --tasks runs/tasks.jsonl --sandbox process --device cpu
   frog train --resume runs/train-20261201-120000`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runTrain(c.Context(), g, o, c) },
+		RunE: func(c *cobra.Command, _ []string) error { return runTrain(c.Context(), g, o) },
 	}
 	f := c.Flags()
 	f.Int64Var(&o.Run.Episodes, "episodes", o.Run.Episodes, "episodes to run (0: until --duration)")
@@ -260,7 +260,7 @@ type trainReport struct {
 	Version     string         `json:"frog_version"`
 }
 
-func runTrain(ctx context.Context, g *globals, o *trainOptions, c *cobra.Command) error {
+func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if o.Policy == "openai" {
 		return runTrainLLM(ctx, g, o)
 	}
@@ -451,13 +451,10 @@ type trainer struct {
 
 	counters *actors.Counters
 	tries    atomic.Int64
-	passed   atomic.Int64
-	scored   atomic.Int64
 	// recent holds the last 200 rewards, for the live pass rate.
 	mu     sync.Mutex
 	recent []float64
 	evs    []metricsEvent
-	last   *metricsEvent
 	evalWG sync.WaitGroup
 	evalOn atomic.Bool
 }
@@ -467,10 +464,6 @@ func (t *trainer) onEpisode(r *actors.EpisodeResult) {
 	if tr := r.Trajectory; tr != nil {
 		rec["reward"], rec["tries"], rec["executions"], rec["steps"] = tr.Reward, tr.Tries, tr.Executions, tr.Steps
 		t.tries.Add(int64(tr.Tries))
-		t.scored.Add(1)
-		if tr.Reward > 0 {
-			t.passed.Add(1)
-		}
 		t.mu.Lock()
 		t.recent = append(t.recent, tr.Reward)
 		if len(t.recent) > 200 {
@@ -561,9 +554,6 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	}
 	t.mu.Lock()
 	t.evs = append(t.evs, e)
-	if kind == "eval" {
-		t.last = &t.evs[len(t.evs)-1]
-	}
 	t.mu.Unlock()
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).
 		Float64("solved", rep.Solved.Rate).Float64("lo", rep.Solved.Lo).Float64("hi", rep.Solved.Hi).Msg("held-out evaluation")
@@ -572,9 +562,20 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 // evaluatedAt says whether the policy of this update has been evaluated
 // already (the last update fell on --eval-every).
 func (t *trainer) evaluatedAt(update int64) bool {
+	last, ok := t.lastEval()
+	return ok && last.AtUpdate == update
+}
+
+// lastEval is the newest evaluation of the trained policy.
+func (t *trainer) lastEval() (metricsEvent, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.last != nil && t.last.AtUpdate == update
+	for i := len(t.evs) - 1; i >= 0; i-- {
+		if t.evs[i].Kind == "eval" {
+			return t.evs[i], true
+		}
+	}
+	return metricsEvent{}, false
 }
 
 func (t *trainer) evals() []metricsEvent {
@@ -586,11 +587,9 @@ func (t *trainer) evals() []metricsEvent {
 func (t *trainer) progress() (string, int64) {
 	c := t.counters
 	desc := fmt.Sprintf("train pass %.0f%%", 100*t.passRate())
-	t.mu.Lock()
-	if t.last != nil {
-		desc += fmt.Sprintf(", held-out %.0f%% @%d", 100*t.last.Solved.Rate, t.last.AtUpdate)
+	if last, ok := t.lastEval(); ok {
+		desc += fmt.Sprintf(", held-out %.0f%% @%d", 100*last.Solved.Rate, last.AtUpdate)
 	}
-	t.mu.Unlock()
 	if c == nil {
 		return desc, 0
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -129,17 +128,13 @@ func (s *shards) close() error {
 type checkpointDir struct {
 	dir  string
 	keep int
-	// meta is saved beside the learner's bytes: what a resumed run needs
-	// of the run (its config is in config.json).
-	meta func() map[string]any
 }
 
-// savedCheckpoint is a checkpoint file: the actors' checkpoint and the
-// run's own state.
+// savedCheckpoint is a checkpoint file: the actors' checkpoint under a
+// format tag.
 type savedCheckpoint struct {
 	Format string `json:"format"`
 	actors.Checkpoint
-	Run map[string]any `json:"run,omitempty"`
 }
 
 const checkpointFileFormat = "frog-checkpoint/1"
@@ -149,9 +144,6 @@ func (c *checkpointDir) Save(ck actors.Checkpoint) error {
 		return err
 	}
 	s := savedCheckpoint{Format: checkpointFileFormat, Checkpoint: ck}
-	if c.meta != nil {
-		s.Run = c.meta()
-	}
 	name := fmt.Sprintf("ckpt-%08d.json", ck.Version)
 	if err := writeJSONAtomic(filepath.Join(c.dir, name), s); err != nil {
 		return err
@@ -206,38 +198,4 @@ func loadCheckpoint(path string) (savedCheckpoint, string, error) {
 		return savedCheckpoint{}, "", fmt.Errorf("%s is not a frog checkpoint (format %q)", file, s.Format)
 	}
 	return s, file, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file, fsync and
-// rename.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
-// atoi64 reads a number stored in a checkpoint's run map.
-func atoi64(v any) int64 {
-	switch x := v.(type) {
-	case float64:
-		return int64(x)
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
 }

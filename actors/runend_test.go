@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +38,35 @@ func TestHugeBudgetEndsAtTheDuration(t *testing.T) {
 	checkAccounting(t, sum, -1)
 	if sum.Episodes.Completed == 0 {
 		t.Errorf("no episode completed: %+v", sum.Episodes)
+	}
+}
+
+// Closing Deps.Drain ends admission like a duration: the episodes running
+// then finish and are filed, none is cancelled, and the run stops well
+// short of its episode budget.
+func TestDrainEndsAdmission(t *testing.T) {
+	deps, _, _ := simDeps(t, simSetup{seed: 4})
+	drain := make(chan struct{})
+	var once sync.Once
+	var filed atomic.Int64
+	deps.OnEpisode = func(*EpisodeResult) {
+		if filed.Add(1) == 100 {
+			once.Do(func() { close(drain) })
+		}
+	}
+	deps.Drain = drain
+	cfg := testConfig(math.MaxInt64, 16)
+	sum, err := runWithin(t, time.Minute, context.Background(), cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, sum, -1)
+	if sum.Episodes.Cancelled != 0 {
+		t.Errorf("%d episodes cancelled: a drain lets running ones finish", sum.Episodes.Cancelled)
+	}
+	// At most the episodes running when the drain closed finish after it.
+	if n := sum.Episodes.Completed; n < 100 || n > 100+int64(cfg.Concurrency) {
+		t.Errorf("completed %d episodes: want 100 and at most %d more", n, cfg.Concurrency)
 	}
 }
 

@@ -111,7 +111,7 @@ func (s *scheduler) Receive(ctx actor.Context) {
 	case *Outcome:
 		s.record(ctx, m)
 	case *deadline:
-		s.log.Info().Msg("duration reached; draining running episodes")
+		s.log.Info().Msg("duration or budget reached; draining running episodes")
 		s.draining = true
 		s.queue, s.qhead = nil, 0 // planned but never admitted
 		s.pump(ctx)

@@ -174,6 +174,10 @@ type Deps struct {
 	OnEpisode func(*EpisodeResult)
 	// Counters, when set, receives the scheduler's tallies as they change.
 	Counters *Counters
+	// Drain, when set, ends admission when it is closed: running episodes
+	// finish and are filed, as when Config.Duration is reached (a caller's
+	// own budget, such as test executions).
+	Drain <-chan struct{}
 	// Checkpoints, when set and the learner can checkpoint
 	// (policy.Checkpointer), receives the learner's checkpoints: every
 	// Config.CheckpointEvery updates and at the end. Save is called from the
@@ -300,7 +304,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	cancelled := ctx.Done()
+	cancelled, drain := ctx.Done(), deps.Drain
 wait:
 	for {
 		select {
@@ -309,6 +313,9 @@ wait:
 		case <-timeout:
 			root.Send(schedPID, &deadline{})
 			timeout = nil
+		case <-drain:
+			root.Send(schedPID, &deadline{})
+			drain = nil
 		case <-cancelled:
 			// Once: a cancelled context's channel stays ready.
 			cancelled = nil

@@ -69,13 +69,14 @@ type experimentOptions struct {
 	Heldout      int           `json:"heldout"`
 	TargetSolve  float64       `json:"target_solve"`
 	Replay       replayOptions `json:"replay_options"`
+	Real         *realOptions  `json:"real,omitempty"`
 
 	Dir  string `json:"-"`
 	JSON bool   `json:"-"`
 }
 
 func newExperimentCurriculumCmd(g *globals) *cobra.Command {
-	o := &experimentOptions{}
+	o := &experimentOptions{Real: &realOptions{}}
 	c := &cobra.Command{
 		Use:   "curriculum",
 		Short: "Compare curricula at one budget of test executions: held-out solve rate per strategy, with intervals",
@@ -98,15 +99,27 @@ operator family, k, locality and a module shift a task's difficulty; the stmt
 family, a statement deleted, is out of reach), one test execution per episode,
 and the held-out solve rate of the simulated agent computed exactly (the mean
 of σ(skill − d) over the held-out tasks). It is a model, not evidence about
-real agents: see docs/sim-model.md and docs/curriculum.md. --mode real is not
-built yet.`,
+real agents: see docs/sim-model.md and docs/curriculum.md.
+
+--mode real trains frog's neural repair policy by GRPO, as frog train does, on
+real tasks drawn by the curriculum from one training store (--tasks), played in
+real sandboxes (--sandbox, process by default) and judged by their own tests.
+Every test a run asks for is run (its outcome cache is off) and counted against
+--budget (default 2000); admission stops at the budget and the episodes then
+running finish (the table's test executions say by how much they overshot).
+The held-out tasks (--heldout of --heldout-tasks, a fixed sample from modules
+never trained on, checked once) are played greedily, --eval-tries tries each, by
+the policy of each of --points+1 points of the run's budget. Defaults for real
+mode: strategies frontier, uniform, easy and hard; --budget 2000; --points 4;
+--heldout 40; --concurrency 2×CPUs; --task-refill 2.`,
 		Example: `  frog experiment curriculum --mode sim --seeds 5 --budget 40000
-  frog experiment curriculum --strategies frontier,uniform --seeds 3 --dir runs/exp-curriculum`,
+  frog experiment curriculum --strategies frontier,uniform --seeds 3 --dir runs/exp-curriculum
+  frog experiment curriculum --mode real --seeds 3 --tasks runs/train-tasks.jsonl --dir runs/exp-real`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runExperiment(c.Context(), g, o) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.Mode, "mode", "sim", "sim (the named simulation) or real (not built yet)")
+	f.StringVar(&o.Mode, "mode", "sim", "sim (the named simulation) or real (frog's neural policy trained on real tasks)")
 	f.StringSliceVar(&o.Strategies, "strategies", append(slices.Clone(synth.Strategies), "target"), "curricula to compare (--curriculum values)")
 	f.IntVar(&o.Seeds, "seeds", 5, "seeds per strategy")
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "the first seed; seeds are first-seed, first-seed+1, …")
@@ -124,17 +137,24 @@ built yet.`,
 	f.IntVar(&o.Heldout, "heldout", 500, "held-out tasks (one fixed set for every run)")
 	f.Float64Var(&o.TargetSolve, "target-solve", 0.3, "held-out solve rate whose cost in test executions the table reports")
 	o.Replay.flags(f)
+	o.Real.flags(f)
 	f.StringVar(&o.Dir, "dir", "", "experiment directory (default runs/experiment-curriculum-<mode>-<UTC time>)")
 	f.BoolVar(&o.JSON, "json", false, "print the table as one JSON object")
-	c.PreRunE = func(*cobra.Command, []string) error { return o.validate() }
+	c.PreRunE = func(c *cobra.Command, _ []string) error {
+		switch o.Mode {
+		case "real":
+			o.realDefaults(c)
+		case "sim":
+			o.Real = nil
+		}
+		return o.validate()
+	}
 	return c
 }
 
 func (o *experimentOptions) validate() error {
 	switch {
-	case o.Mode == "real":
-		return usagef("--mode real: not built yet (docs/curriculum.md says what it needs); use --mode sim")
-	case o.Mode != "sim":
+	case o.Mode != "sim" && o.Mode != "real":
 		return usagef("--mode %q: want sim or real", o.Mode)
 	case len(o.Strategies) == 0:
 		return usagef("--strategies: want at least one")
@@ -150,6 +170,22 @@ func (o *experimentOptions) validate() error {
 	for _, s := range o.Strategies {
 		if _, err := newCurriculum(s, 0, 0.5, 0.01, o.Replay, 1, o.GroupsPer); err != nil {
 			return err
+		}
+	}
+	if r := o.Real; r != nil {
+		switch {
+		case r.Tries < 1 || r.EvalTries < 1:
+			return usagef("--tries %d, --eval-tries %d: want >= 1", r.Tries, r.EvalTries)
+		case r.Device != "auto" && r.Device != "cpu" && r.Device != "cuda":
+			return usagef("--device %q: want auto, cpu or cuda", r.Device)
+		}
+		if err := checkSandbox(r.Sandbox.Kind, "docker", "process", "auto"); err != nil {
+			return err
+		}
+		for _, p := range []string{r.Tasks, r.Heldout} {
+			if _, err := os.Stat(p); err != nil {
+				return usagef("%s: %v", p, err)
+			}
 		}
 	}
 	return nil
@@ -180,6 +216,11 @@ type runResult struct {
 	FrogVersion  string  `json:"frog_version"`
 	TargetSolve  float64 `json:"target_solve"`
 	HeldoutTasks int     `json:"heldout_tasks"`
+	// Real mode: the learner's updates, the training tasks quarantined,
+	// the seconds the training took (the rest is evaluation).
+	Updates      int64   `json:"updates,omitempty"`
+	Quarantined  int     `json:"quarantined,omitempty"`
+	TrainSeconds float64 `json:"train_seconds,omitempty"`
 }
 
 func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error {
@@ -194,9 +235,30 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 	if err != nil {
 		return err
 	}
-	heldout, err := simHeldout(o)
-	if err != nil {
-		return err
+	var run func(strategy string, seed uint64) (runResult, error)
+	switch o.Mode {
+	case "sim":
+		heldout, err := simHeldout(o)
+		if err != nil {
+			return err
+		}
+		run = func(s string, seed uint64) (runResult, error) { return runSimExperiment(ctx, o, s, seed, heldout, log) }
+	case "real":
+		x, closeX, err := openRealExperiment(ctx, o, log)
+		if err != nil {
+			return err
+		}
+		defer closeX()
+		results, err := readResults(o.Dir)
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if len(r.CurveY) > 0 {
+				x.start[r.Seed] = r.CurveY[0]
+			}
+		}
+		run = func(s string, seed uint64) (runResult, error) { return x.runReal(ctx, s, seed) }
 	}
 	for _, s := range o.Strategies {
 		for i := range o.Seeds {
@@ -207,7 +269,7 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r, err := runSimExperiment(ctx, o, s, seed, heldout, log)
+			r, err := run(s, seed)
 			if err != nil {
 				return fmt.Errorf("strategy %s seed %d: %w", s, seed, err)
 			}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -64,5 +66,60 @@ func TestExperimentCurriculum(t *testing.T) {
 	var ue *UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("another budget in the same directory: %v; want a usage error", err)
+	}
+}
+
+// TestExperimentCurriculumReal runs a tiny real experiment: the neural
+// policy trained on real tasks in process sandboxes. Each run spends at
+// least its budget of test executions and stops admitting there (the
+// episodes running then may overshoot it by a few), the curve starts at
+// the seed's initial policy (the same for both strategies), and a second
+// invocation runs nothing again.
+func TestExperimentCurriculumReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	tasks := filepath.Join(tmp, "tasks.jsonl")
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), []string{"synth", "--source", tiny, "--n", "4", "--out", tasks, "--min-timeout", "5s", "--log-level", "warn"}, &out, &errb); err != nil {
+		t.Fatalf("synth: %v\n%s", err, errb.String())
+	}
+	dir := filepath.Join(tmp, "exp")
+	const budget, concurrency, tries = 24, 2, 3
+	args := []string{"experiment", "curriculum", "--mode", "real", "--tasks", tasks, "--heldout-tasks", tasks, "--heldout", "2",
+		"--local", tiny, "--workspaces", filepath.Join(tmp, "ws"), "--strategies", "frontier,uniform", "--seeds", "1",
+		"--budget", fmt.Sprint(budget), "--points", "2", "--group-size", "2", "--groups-per-update", "1", "--refill-zero-variance=false",
+		"--concurrency", fmt.Sprint(concurrency), "--tries", fmt.Sprint(tries), "--eval-tries", "3", "--device", "cpu",
+		"--dir", dir, "--json", "--log-level", "disabled"}
+	runJSON(t, args...)
+	results, err := readResults(dir)
+	if err != nil || len(results) != 2 {
+		t.Fatalf("results.jsonl: %d runs, %v; want 2", len(results), err)
+	}
+	// An episode runs its tests at most once a step: --tries + 12 steps
+	// and the deciding run.
+	most := int64(budget + concurrency*(tries+12+1))
+	for _, r := range results {
+		if r.Executions < budget || r.Executions > most {
+			t.Errorf("%s: %d test executions; want the budget %d, overshot by at most the running episodes' (%d)", r.Strategy, r.Executions, budget, most)
+		}
+		if r.Updates == 0 || r.Episodes == 0 {
+			t.Errorf("%s: %d updates of %d episodes; want some", r.Strategy, r.Updates, r.Episodes)
+		}
+		if !slices.Equal(r.CurveX, []int64{0, budget / 2, budget}) || len(r.CurveY) != 3 || r.Final != r.CurveY[2] {
+			t.Errorf("%s: curve %v → %v", r.Strategy, r.CurveX, r.CurveY)
+		}
+	}
+	if results[0].CurveY[0] != results[1].CurveY[0] {
+		t.Errorf("the start of the curve differs between strategies of one seed: %v, %v", results[0].CurveY, results[1].CurveY)
+	}
+	runJSON(t, args...)
+	if again, _ := readResults(dir); len(again) != 2 {
+		t.Errorf("a second invocation left %d runs; want the same 2", len(again))
 	}
 }

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/store"
+	"github.com/frognano/frog/synth/validate"
+)
+
+// realOptions are the flags only --mode real reads; config.json records
+// them (nil in sim mode, so that sim experiments made before them still
+// match).
+type realOptions struct {
+	Tasks     string         `json:"tasks"`
+	Heldout   string         `json:"heldout"`
+	Tries     int            `json:"tries"`
+	EvalTries int            `json:"eval_tries"`
+	Sandbox   sandboxOptions `json:"sandbox"`
+	Learner   neural.Config  `json:"learner"`
+	Device    string         `json:"device"`
+	TaskOpts  taskOptions    `json:"-"`
+}
+
+func (r *realOptions) flags(f *pflag.FlagSet) {
+	f.StringVar(&r.Tasks, "tasks", "runs/train-tasks.jsonl", "real: the training task store every run draws from (make run writes this one; or frog synth --n 200 --out FILE)")
+	f.StringVar(&r.Heldout, "heldout-tasks", "tasks/heldout.jsonl", "real: the held-out store (modules never trained on); --heldout tasks of it, a fixed seeded sample")
+	f.IntVar(&r.Tries, "tries", 5, "real: most candidates a training episode may try")
+	f.IntVar(&r.EvalTries, "eval-tries", 10, "real: most candidates a held-out episode may try")
+	f.StringVar(&r.Device, "device", "auto", "real: tensor backend of the learners (auto, cpu or cuda)")
+	r.Sandbox.flags(f, "process")
+	r.TaskOpts.flags(f)
+}
+
+// realDefaults sets the flags whose sim defaults do not fit real tasks,
+// unless the command line set them.
+func (o *experimentOptions) realDefaults(c *cobra.Command) {
+	changed := c.Flags().Changed
+	if !changed("budget") {
+		o.Budget = 2000
+	}
+	if !changed("points") {
+		o.Points = 4
+	}
+	if !changed("concurrency") {
+		o.Concurrency = 2 * runtime.NumCPU()
+	}
+	if !changed("heldout") {
+		o.Heldout = 40
+	}
+	if !changed("task-refill") {
+		o.TaskRefill = 2
+	}
+	if !changed("target-solve") {
+		o.TargetSolve = 0.35
+	}
+	if !changed("strategies") {
+		o.Strategies = []string{synth.StrategyFrontier, synth.StrategyUniform, "easy", "hard"}
+	}
+	o.Real.Learner = neural.DefaultConfig()
+}
+
+// realExperiment is what every run of --mode real shares: the sandboxes,
+// the workspaces, the training store, and the held-out tasks (checked
+// once) with the harness that plays them.
+type realExperiment struct {
+	o       *experimentOptions
+	ws      *source.Workspaces
+	prov    env.Provider
+	eval    *taskEnv
+	heldout []actors.EvalTask
+	train   []synth.TaskRecord
+	backend cuda.Backend
+	log     zerolog.Logger
+	// start holds the held-out rate of each seed's initial policy: the
+	// same for every strategy, measured once.
+	start map[uint64]float64
+}
+
+func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.Logger) (*realExperiment, func(), error) {
+	r := o.Real
+	train, err := store.Load(r.Tasks)
+	if err != nil {
+		return nil, nil, usagef("--tasks %s: %v (make run writes runs/train-tasks.jsonl; or run frog synth --n 200 --out %s)", r.Tasks, err, r.Tasks)
+	}
+	recs, err := loadTasks("--heldout-tasks", r.Heldout, 0, o.Heldout)
+	if err != nil {
+		return nil, nil, err
+	}
+	backend, why, err := cuda.Open(r.Device)
+	if err != nil {
+		return nil, nil, &UsageError{Err: err}
+	}
+	log.Info().Str("backend", backend.Name()).Str("why", why).Msg("tensor backend")
+	tenv, prov, release, err := openTaskEnv(ctx, r.TaskOpts, sandboxSpec{sandboxOptions: r.Sandbox, Run: "experiment", Concurrency: o.Concurrency}, log)
+	if err != nil {
+		backend.Close()
+		return nil, nil, err
+	}
+	closeAll := func() { release(); backend.Close() }
+	heldout, quarantined, err := checkTasks(ctx, tenv, recs, o.Concurrency, log)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	log.Info().Int("tasks", len(heldout)).Int("quarantined", len(quarantined)).Int("train_tasks", len(train)).Msg("held-out tasks checked")
+	x := &realExperiment{o: o, ws: tenv.ws, prov: prov, eval: tenv, heldout: heldout, train: train, backend: backend, log: log,
+		start: map[uint64]float64{}}
+	return x, closeAll, nil
+}
+
+// runReal runs one strategy with one seed: the neural policy trained by
+// GRPO on the training store, the curriculum choosing its tasks, until
+// the budget of test executions is spent; then the policy of each point
+// of the curve is evaluated, greedy, on the held-out tasks.
+//
+// Every run has its own harness with the outcome cache off, so that every
+// test a run asks for is run and counted, and no run is answered from an
+// earlier run's tests; the held-out evaluations share one harness (its
+// cache only saves time: a cached answer is the answer a run would give).
+func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint64) (runResult, error) {
+	o, start := x.o, time.Now()
+	name := fmt.Sprintf("exp-%s-%d", strategy, seed)
+	h := validate.NewHarness(x.ws, validate.HarnessConfig{NoCache: true, BinCache: filepath.Join(x.ws.Root(), "bin")})
+	q := source.NewQuarantine(x.ws, h, x.prov, name, x.log)
+	st, err := store.NewSource(x.train, seed)
+	if err != nil {
+		return runResult{}, usagef("--tasks %s: %v", o.Real.Tasks, err)
+	}
+	cur, err := newCurriculum(strategy, 4, 0.5, 0.01, o.Replay, seed, o.GroupsPer)
+	if err != nil {
+		return runResult{}, err
+	}
+	lcfg := o.Real.Learner
+	lcfg.Seed = seed
+	learner, err := neural.NewLearner(x.backend, lcfg)
+	if err != nil {
+		return runResult{}, err
+	}
+	defer learner.Close()
+
+	// The curve's points: the policy applied when the run had spent
+	// budget·i/points test executions.
+	xs := make([]int64, o.Points+1)
+	for i := range xs {
+		xs[i] = o.Budget * int64(i) / int64(o.Points)
+	}
+	snaps := make([]*neural.Policy, len(xs))
+	snap := learner.Current // an immutable snapshot
+	snaps[0] = snap()
+	var (
+		mu        sync.Mutex
+		last      = snaps[0]
+		next      = 1
+		execs     atomic.Int64
+		drainOnce sync.Once
+	)
+	drain := make(chan struct{})
+	cfg := actors.DefaultConfig()
+	cfg.Run = name
+	// Every episode runs its deciding tests, so the budget in executions
+	// bounds the episodes too; the drain ends admission at the budget.
+	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
+	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, o.Real.Tries+12, o.Refill
+	deps := actors.Deps{
+		Provider: x.prov, Learner: learner, Source: q.Source(st), Curriculum: cur, Harness: h,
+		Log: x.log.Level(zerolog.WarnLevel), Drain: drain,
+		OnEpisode: func(r *actors.EpisodeResult) {
+			if r.Trajectory != nil && execs.Add(int64(r.Trajectory.Executions)) >= o.Budget {
+				drainOnce.Do(func() { close(drain) })
+			}
+		},
+		OnUpdate: func(actors.UpdateRecord) {
+			e := execs.Load()
+			mu.Lock()
+			defer mu.Unlock()
+			for next < len(xs) && xs[next] < e {
+				snaps[next] = last
+				next++
+			}
+			last = snap()
+		},
+	}
+	sum, err := actors.Run(ctx, cfg, deps)
+	if err != nil {
+		return runResult{}, err
+	}
+	if ctx.Err() != nil {
+		return runResult{}, ctx.Err()
+	}
+	mu.Lock()
+	for ; next < len(xs); next++ {
+		snaps[next] = snap()
+	}
+	mu.Unlock()
+
+	r := runResult{Strategy: strategy, Seed: seed, Budget: o.Budget, Executions: execs.Load(), Episodes: sum.Episodes.Completed,
+		ZeroSignal: sum.Learner.ZeroSignalShare, Reach: -1, FrogVersion: version(), TargetSolve: o.TargetSolve,
+		HeldoutTasks: len(x.heldout), Updates: sum.Learner.Updates, Quarantined: len(q.Quarantined())}
+	if sum.Episodes.Completed > 0 {
+		r.TrainPass = float64(sum.Episodes.Solved) / float64(sum.Episodes.Completed)
+	}
+	if f := sum.Curriculum.Frontier; f != nil {
+		r.Retired, r.Frontier, r.FreshPass = f.Retired, f.Frontier, f.FreshPassRate
+	}
+	r.TrainSeconds = time.Since(start).Seconds()
+	for i, p := range snaps {
+		var y float64
+		if i == 0 {
+			if v, ok := x.start[seed]; ok {
+				y = v
+			} else if y, err = x.evaluate(ctx, name, p); err != nil {
+				return runResult{}, err
+			}
+			x.start[seed] = y
+		} else if snaps[i] == snaps[i-1] {
+			y = r.CurveY[i-1] // no update between the two points
+		} else if y, err = x.evaluate(ctx, name, p); err != nil {
+			return runResult{}, err
+		}
+		r.CurveX, r.CurveY = append(r.CurveX, xs[i]), append(r.CurveY, y)
+		if r.Reach < 0 && y >= o.TargetSolve {
+			r.Reach = xs[i]
+		}
+	}
+	r.Final = r.CurveY[len(r.CurveY)-1]
+	r.AUC = policy.Mean(r.CurveY)
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// evaluate is the held-out solve rate of p, greedy.
+func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Policy) (float64, error) {
+	g := *p
+	g.Greedy = true
+	cfg := actors.DefaultConfig()
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = name+"-eval", x.o.Concurrency, x.o.Real.EvalTries, x.o.Real.EvalTries+12
+	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
+		actors.Deps{Provider: x.prov, Harness: x.eval.h, Log: zerolog.Nop()})
+	if err != nil {
+		return 0, fmt.Errorf("held-out evaluation: %w", err)
+	}
+	return rep.Solved.Rate, nil
+}

@@ -123,7 +123,9 @@ func (e *Episode) Observation() (obs Observation, ok bool) {
 // cancelled.
 func (e *Episode) Apply(ctx context.Context, sb Sandbox, act Action) error {
 	step := len(e.traj.Steps)
-	if act.Tool == ToolSubmit {
+	// A mistake is answered as one whatever tool it names: a malformed
+	// call that happens to name submit does not end the episode.
+	if act.Tool == ToolSubmit && act.Mistake == "" {
 		e.traj.Steps = append(e.traj.Steps, Step{Action: act})
 		e.traj.Submitted, e.over = true, true
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -127,7 +128,7 @@ func TestRefillZeroVariance(t *testing.T) {
 		}
 		cfg := testConfig(4000, 64)
 		cfg.RefillZeroVariance = refill
-		sum, err := Run(context.Background(), cfg, deps)
+		sum, err := runWithin(t, 3*time.Minute, context.Background(), cfg, deps)
 		if err != nil {
 			t.Fatal(err)
 		}

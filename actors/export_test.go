@@ -58,7 +58,11 @@ func TestExportBackpressurePausesAdmission(t *testing.T) {
 	}()
 	// Wait for admission to stand still while the sink is held.
 	var plateau int64
+	giveUp := time.Now().Add(time.Minute)
 	for still := 0; still < 5; {
+		if time.Now().After(giveUp) {
+			t.Fatalf("admission never stood still in a minute with the export held (%d admitted)", deps.Counters.Admitted.Load())
+		}
 		time.Sleep(50 * time.Millisecond)
 		if a := deps.Counters.Admitted.Load(); a == plateau && a > 0 {
 			still++

@@ -61,7 +61,16 @@ func createRunDir(path string, config any) (*runDir, error) {
 
 // onUpdate returns the learner's metrics hook: one JSON line per update.
 func (d *runDir) onUpdate(log zerolog.Logger) func(actors.UpdateRecord) {
-	return jsonLines[actors.UpdateRecord](d, log)
+	var failed atomic.Bool
+	return func(u actors.UpdateRecord) {
+		e := metricsEvent{Kind: "update", UpdateRecord: &u}
+		if u.Groups > 0 {
+			e.ZeroSignalShare = float64(u.ZeroSignalGroups) / float64(u.Groups)
+		}
+		if err := d.writeEvent(e); err != nil && failed.CompareAndSwap(false, true) {
+			log.Error().Err(err).Msg("write metrics.jsonl; later records are dropped silently")
+		}
+	}
 }
 
 // onCurriculum returns the curriculum's metrics hook: one JSON line each

@@ -21,7 +21,6 @@ import (
 	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
-	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
@@ -136,7 +135,7 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.StringVar(&o.Heldout, "heldout", "tasks/heldout.jsonl", "held-out task store the policy is evaluated on (\"\": none)")
 	f.IntVar(&o.HeldoutN, "heldout-n", 40, "held-out tasks to evaluate on (a fixed seeded sample; 0: all)")
 	f.IntVar(&o.EvalEvery, "eval-every", 10, "evaluate on the held-out tasks every this many updates (0: only at the start and end)")
-	f.StringSliceVar(&o.Baselines, "baselines", []string{"fl-feedback", "random"}, "baselines evaluated on the held-out tasks at the start")
+	f.StringSliceVar(&o.Baselines, "baselines", []string{"fl-feedback", "random"}, "baselines evaluated on the held-out tasks at the start: random, fl-greedy, fl-feedback, or an earlier run (its directory or checkpoint)")
 	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "training pass rate the target curriculum aims at")
 	f.Float64Var(&o.StartDiff, "difficulty", 4, "difficulty the curriculum starts at")
 	f.StringVar(&o.Curriculum, "curriculum", "frontier", curriculumHelp()+"; target keeps the training pass rate at --target-pass-rate")
@@ -155,6 +154,11 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 }
 
 func (o *trainOptions) validate(c *cobra.Command) error {
+	if o.Resume == "" {
+		if _, err := newCurriculum(o.Curriculum, o.StartDiff, 0.5, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate); err != nil {
+			return err
+		}
+	}
 	if o.Policy == "openai" {
 		if !c.Flags().Changed("refill-zero-variance") {
 			// The external trainer gets every completed group and decides
@@ -316,7 +320,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	tr := &trainer{o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now()}
+	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now()}
 	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
 	if err != nil {
 		return err
@@ -439,6 +443,9 @@ func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskEnv, log zerol
 // trainer is what a training run does beside the actors: metrics lines,
 // trajectory shards, held-out evaluations.
 type trainer struct {
+	// ctx is the run's: a periodic evaluation ends with it (Ctrl-C does
+	// not wait for one).
+	ctx     context.Context
 	o       *trainOptions
 	dir     *runDir
 	tenv    *taskEnv
@@ -507,7 +514,7 @@ func (t *trainer) onUpdate(u actors.UpdateRecord) {
 		go func() {
 			defer t.evalWG.Done()
 			defer t.evalOn.Store(false)
-			t.evaluate(context.Background(), u.Update, &snap)
+			t.evaluate(t.ctx, u.Update, &snap)
 		}()
 	}
 }
@@ -530,8 +537,9 @@ func (t *trainer) baselines(ctx context.Context) {
 		return
 	}
 	for _, name := range t.o.Baselines {
-		p, err := baseline.New(name, t.o.Seed)
+		p, err := evalPolicy(name, t.o.Seed) // a baseline, or an earlier run's checkpoint
 		if err != nil {
+			t.log.Error().Err(err).Str("policy", name).Msg("baseline left out")
 			continue
 		}
 		t.record(ctx, "baseline", name, 0, p)
@@ -545,6 +553,10 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
 		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})
 	if err != nil {
+		if ctx.Err() != nil {
+			t.log.Info().Str("policy", name).Int64("update", update).Msg("held-out evaluation cut short: the run is ending")
+			return
+		}
 		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
 		return
 	}

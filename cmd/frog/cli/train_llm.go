@@ -12,7 +12,6 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
-	"github.com/frognano/frog/synth"
 )
 
 // `frog train --policy openai`: the curriculum, the task source and the
@@ -105,9 +104,9 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 		return err
 	}
 	defer closeSrc()
-	cur, err := synth.NewTarget(o.TargetPassRate, o.StartDiff, 0.01)
+	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
 	if err != nil {
-		return &UsageError{Err: err}
+		return err
 	}
 	shards, err := newShards(filepath.Join(path, "trajectories"), 1000)
 	if err != nil {
@@ -118,7 +117,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	var timings openai.Timings
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: log,
-		Counters: new(actors.Counters), OnUpdate: dir.onUpdate(log),
+		Counters: new(actors.Counters), OnUpdate: dir.onUpdate(log), OnCurriculum: dir.onCurriculum(log),
 		OnEpisode: func(r *actors.EpisodeResult) {
 			if r.Trajectory != nil {
 				timings.Add(r.Trajectory)

@@ -10,7 +10,7 @@ GREMLINS_VERSION := v0.6.0
 TASKS            ?= runs/tasks.jsonl
 TRAIN_TASKS      ?= runs/train-tasks.jsonl
 TRAIN_N          ?= 120
-TRAIN_FLAGS      ?= --episodes 1600 --heldout-n 40 --eval-every 5
+TRAIN_FLAGS      ?= --episodes 1600 --heldout-n 40 --eval-every 5 --baselines fl-feedback,fl-greedy
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)

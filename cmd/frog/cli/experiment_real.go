@@ -35,7 +35,7 @@ type realOptions struct {
 	Sandbox   sandboxOptions `json:"sandbox"`
 	Learner   neural.Config  `json:"learner"`
 	Device    string         `json:"device"`
-	TaskOpts  taskOptions    `json:"-"`
+	TaskOpts  taskOptions    `json:"task_options"`
 }
 
 func (r *realOptions) flags(f *pflag.FlagSet) {
@@ -130,14 +130,16 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 // the budget of test executions is spent; then the policy of each point
 // of the curve is evaluated, greedy, on the held-out tasks.
 //
-// Every run has its own harness with the outcome cache off, so that every
-// test a run asks for is run and counted, and no run is answered from an
-// earlier run's tests; the held-out evaluations share one harness (its
-// cache only saves time: a cached answer is the answer a run would give).
+// Every run has its own harness and outcome cache, so that no run is
+// answered from an earlier run's tests: the budget counts the tests a run
+// had to run, and a repeated state its cache answers is free (as it is in
+// frog train; --no-outcome-cache makes every one count). The held-out
+// evaluations share one harness (a cached answer there is the answer the
+// policy would get, and only saves time).
 func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint64) (runResult, error) {
 	o, start := x.o, time.Now()
 	name := fmt.Sprintf("exp-%s-%d", strategy, seed)
-	h := validate.NewHarness(x.ws, validate.HarnessConfig{NoCache: true, BinCache: filepath.Join(x.ws.Root(), "bin")})
+	h := validate.NewHarness(x.ws, validate.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, BinCache: filepath.Join(x.ws.Root(), "bin")})
 	q := source.NewQuarantine(x.ws, h, x.prov, name, x.log)
 	st, err := store.NewSource(x.train, seed)
 	if err != nil {
@@ -174,9 +176,10 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	drain := make(chan struct{})
 	cfg := actors.DefaultConfig()
 	cfg.Run = name
-	// Every episode runs its deciding tests, so the budget in executions
-	// bounds the episodes too; the drain ends admission at the budget.
-	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
+	// The drain ends admission at the budget. Cached answers are free, so
+	// episodes are bounded too (maxRealEpisodes), in case a run's tasks
+	// all come to be answered from its cache.
+	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = maxRealEpisodes, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
 	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, o.Real.Tries+12, o.Refill
 	deps := actors.Deps{
 		Provider: x.prov, Learner: learner, Source: q.Source(st), Curriculum: cur, Harness: h,
@@ -186,13 +189,15 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 				drainOnce.Do(func() { close(drain) })
 			}
 		},
-		OnUpdate: func(actors.UpdateRecord) {
+		OnUpdate: func(u actors.UpdateRecord) {
 			e := execs.Load()
 			mu.Lock()
 			defer mu.Unlock()
 			for next < len(xs) && xs[next] < e {
 				snaps[next] = last
 				next++
+				x.log.Info().Str("strategy", strategy).Uint64("seed", seed).Int64("test_executions", e).Int64("update", u.Update).
+					Float64("seconds", time.Since(start).Seconds()).Msgf("point %d of %d reached", next-1, o.Points)
 			}
 			last = snap()
 		},
@@ -244,6 +249,9 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
 }
+
+// maxRealEpisodes bounds a real run's episodes whatever its budget.
+const maxRealEpisodes = 100000
 
 // evaluate is the held-out solve rate of p, greedy.
 func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Policy) (float64, error) {

@@ -494,27 +494,17 @@ func runSimExperiment(ctx context.Context, o *experimentOptions, strategy string
 			mu.Unlock()
 		},
 	}
-	sum, err := actors.Run(ctx, cfg, deps)
+	sum, err := runWhole(ctx, cfg, deps)
 	if err != nil {
 		return runResult{}, err
-	}
-	if ctx.Err() != nil {
-		return runResult{}, ctx.Err()
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	curve = append(curve, point{execs.Load(), learner.Skill()})
-	r := runResult{Strategy: strategy, Seed: seed, Budget: o.Budget, Executions: execs.Load(), Episodes: sum.Episodes.Completed,
-		FinalSkill: learner.Skill(), ZeroSignal: sum.Learner.ZeroSignalShare, Reach: -1, FrogVersion: version(),
-		TargetSolve: o.TargetSolve, HeldoutTasks: len(h.d)}
+	r := newRunResult(o, strategy, seed, execs.Load(), sum, len(h.d))
+	r.FinalSkill = learner.Skill()
 	if r.Executions != o.Budget {
 		return r, fmt.Errorf("spent %d test executions of a budget of %d", r.Executions, o.Budget)
-	}
-	if sum.Episodes.Completed > 0 {
-		r.TrainPass = float64(sum.Episodes.Solved) / float64(sum.Episodes.Completed)
-	}
-	if f := sum.Curriculum.Frontier; f != nil {
-		r.Retired, r.Frontier, r.FreshPass = f.Retired, f.Frontier, f.FreshPassRate
 	}
 	// The curve at Points+1 evenly spaced budgets: the skill after the last
 	// update that had been applied by then.
@@ -537,6 +527,30 @@ func runSimExperiment(ctx context.Context, o *experimentOptions, strategy string
 	r.AUC = policy.Mean(r.CurveY)
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
+}
+
+// runWhole runs the actors; a run cut short by ctx is an error (an
+// experiment keeps whole runs only).
+func runWhole(ctx context.Context, cfg actors.Config, deps actors.Deps) (actors.Summary, error) {
+	sum, err := actors.Run(ctx, cfg, deps)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return sum, err
+}
+
+// newRunResult is a run's result before its curve is measured.
+func newRunResult(o *experimentOptions, strategy string, seed uint64, execs int64, sum actors.Summary, heldout int) runResult {
+	r := runResult{Strategy: strategy, Seed: seed, Budget: o.Budget, Executions: execs, Episodes: sum.Episodes.Completed,
+		ZeroSignal: sum.Learner.ZeroSignalShare, Reach: -1, FrogVersion: version(), TargetSolve: o.TargetSolve,
+		HeldoutTasks: heldout, Updates: sum.Learner.Updates}
+	if sum.Episodes.Completed > 0 {
+		r.TrainPass = float64(sum.Episodes.Solved) / float64(sum.Episodes.Completed)
+	}
+	if f := sum.Curriculum.Frontier; f != nil {
+		r.Retired, r.Frontier, r.FreshPass = f.Retired, f.Frontier, f.FreshPassRate
+	}
+	return r
 }
 
 // interval is a mean and its 95% bootstrap interval over seeds.

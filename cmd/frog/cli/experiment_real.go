@@ -202,12 +202,9 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 			last = snap()
 		},
 	}
-	sum, err := actors.Run(ctx, cfg, deps)
+	sum, err := runWhole(ctx, cfg, deps)
 	if err != nil {
 		return runResult{}, err
-	}
-	if ctx.Err() != nil {
-		return runResult{}, ctx.Err()
 	}
 	mu.Lock()
 	for ; next < len(xs); next++ {
@@ -215,15 +212,8 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	}
 	mu.Unlock()
 
-	r := runResult{Strategy: strategy, Seed: seed, Budget: o.Budget, Executions: execs.Load(), Episodes: sum.Episodes.Completed,
-		ZeroSignal: sum.Learner.ZeroSignalShare, Reach: -1, FrogVersion: version(), TargetSolve: o.TargetSolve,
-		HeldoutTasks: len(x.heldout), Updates: sum.Learner.Updates, Quarantined: len(q.Quarantined())}
-	if sum.Episodes.Completed > 0 {
-		r.TrainPass = float64(sum.Episodes.Solved) / float64(sum.Episodes.Completed)
-	}
-	if f := sum.Curriculum.Frontier; f != nil {
-		r.Retired, r.Frontier, r.FreshPass = f.Retired, f.Frontier, f.FreshPassRate
-	}
+	r := newRunResult(o, strategy, seed, execs.Load(), sum, len(x.heldout))
+	r.Quarantined = len(q.Quarantined())
 	r.TrainSeconds = time.Since(start).Seconds()
 	for i, p := range snaps {
 		var y float64

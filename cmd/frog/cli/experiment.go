@@ -260,9 +260,11 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 		}
 		run = func(s string, seed uint64) (runResult, error) { return x.runReal(ctx, s, seed) }
 	}
-	for _, s := range o.Strategies {
-		for i := range o.Seeds {
-			seed := o.FirstSeed + uint64(i)
+	// Seed by seed, every strategy in turn: an experiment cut short holds
+	// as many seeds of each strategy, give or take one.
+	for i := range o.Seeds {
+		seed := o.FirstSeed + uint64(i)
+		for _, s := range o.Strategies {
 			if done[runKey(s, seed)] {
 				continue
 			}

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -115,6 +118,9 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 	}
 	closeAll := func() { release(); backend.Close() }
 	heldout, quarantined, err := checkTasks(ctx, tenv, recs, o.Concurrency, log)
+	if err == nil {
+		heldout, err = fixHeldout(o.Dir, recs, heldout, quarantined, log)
+	}
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -123,6 +129,53 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 	x := &realExperiment{o: o, ws: tenv.ws, prov: prov, eval: tenv, heldout: heldout, train: train, backend: backend, log: log,
 		start: map[uint64]float64{}}
 	return x, closeAll, nil
+}
+
+// heldoutRecord is heldout.json in an experiment directory: the held-out
+// tasks its first invocation checked and kept.
+type heldoutRecord struct {
+	Tasks       []string `json:"tasks"`
+	Quarantined []string `json:"quarantined"`
+}
+
+// fixHeldout keeps the held-out set one for the whole experiment: the
+// first invocation records the tasks its check kept; a later one plays
+// those same tasks, whatever its own check said (a flaky test may pass the
+// check once and fail it the next time), and says where the two differ.
+func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, quarantined []string, log zerolog.Logger) ([]actors.EvalTask, error) {
+	path := filepath.Join(dir, "heldout.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		rec := heldoutRecord{Quarantined: quarantined}
+		for _, t := range checked {
+			rec.Tasks = append(rec.Tasks, t.Task.ID)
+		}
+		return checked, writeJSONAtomic(path, rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec heldoutRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	keep := map[string]bool{}
+	for _, id := range rec.Tasks {
+		keep[id] = true
+	}
+	var out []actors.EvalTask
+	for _, r := range recs {
+		if keep[r.ID] {
+			out = append(out, actors.EvalTask{Task: r.Task, Module: r.Repo, Family: r.Family, K: r.Features.K})
+		}
+	}
+	if len(out) != len(rec.Tasks) {
+		return nil, usagef("%s names %d held-out tasks; --heldout-tasks and --heldout give %d of them (another store or sample?)", path, len(rec.Tasks), len(out))
+	}
+	if len(checked) != len(out) {
+		log.Warn().Int("kept_first", len(out)).Int("kept_now", len(checked)).Msg("this check kept other held-out tasks than the first: playing the first's, as every run before")
+	}
+	return out, nil
 }
 
 // runReal runs one strategy with one seed: the neural policy trained by

@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -117,6 +119,10 @@ func TestExperimentCurriculumReal(t *testing.T) {
 	}
 	if results[0].CurveY[0] != results[1].CurveY[0] {
 		t.Errorf("the start of the curve differs between strategies of one seed: %v, %v", results[0].CurveY, results[1].CurveY)
+	}
+	var held heldoutRecord
+	if data, err := os.ReadFile(filepath.Join(dir, "heldout.json")); err != nil || json.Unmarshal(data, &held) != nil || len(held.Tasks) != 2 {
+		t.Errorf("heldout.json: %v %+v; want the 2 held-out tasks recorded", err, held)
 	}
 	runJSON(t, args...)
 	if again, _ := readResults(dir); len(again) != 2 {

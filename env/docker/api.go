@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
@@ -62,6 +63,12 @@ func NewClient(ctx context.Context) (*client.Client, error) {
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+// isGone says a container removal needs no more doing: the container is
+// not there, or another remover (a reaper in another frog) is removing it.
+func isGone(err error) bool {
+	return isNotFound(err) || (cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"))
+}
 
 // infra wraps a daemon fault: "docker: <what>: <err>" in the ErrInfra category.
 func infra(err error, format string, args ...any) error {

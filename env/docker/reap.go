@@ -135,7 +135,7 @@ func reap(ctx context.Context, api dockerAPI, opts ReapOptions) (ReapReport, err
 		}
 		if !opts.DryRun {
 			err := api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-			if err != nil && !isNotFound(err) {
+			if err != nil && !isGone(err) {
 				errs = append(errs, infra(err, "remove %s", name))
 				continue
 			}

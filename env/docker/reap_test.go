@@ -1,10 +1,14 @@
 package docker
 
 import (
+	"errors"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
 )
 
 // TestOwnerZombie: a frog process that was killed but not yet waited for by
@@ -40,5 +44,23 @@ func TestOwnerZombie(t *testing.T) {
 	}
 	if got := ownerAlive(labels, identity()); got != ownerGone {
 		t.Errorf("owner of a zombie process = %v, want %v (gone)", got, ownerGone)
+	}
+}
+
+// A removal another frog has in progress is as good as done; other
+// conflicts are not.
+func TestIsGone(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w: no such container: abc", cerrdefs.ErrNotFound), true},
+		{fmt.Errorf("%w: removal of container abc is already in progress", cerrdefs.ErrConflict), true},
+		{fmt.Errorf("%w: container abc is running: stop it first", cerrdefs.ErrConflict), false},
+		{errors.New("removal of container abc is already in progress"), false},
+	} {
+		if got := isGone(tt.err); got != tt.want {
+			t.Errorf("isGone(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

@@ -214,7 +214,7 @@ func (p *Provider) remove(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CloseTimeout)
 	defer cancel()
 	err := p.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !isNotFound(err) {
+	if err != nil && !isGone(err) {
 		p.fault("remove")
 		return infra(err, "remove container %.12s", id)
 	}

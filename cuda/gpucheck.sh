@@ -137,6 +137,8 @@ run() {
 		fi
 	else
 		echo "$nbin missing: built by '$0 build'"
+		rc=1
+		why+=("$nbin is missing: the real network's update was not checked")
 	fi
 
 	echo

@@ -214,12 +214,14 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 			return &UsageError{Err: fmt.Errorf("--baselines: %w", err)}
 		}
 	}
-	for _, p := range []string{o.Tasks, o.Heldout} {
-		if p == "" {
-			continue
+	if o.Tasks != "" {
+		if _, err := os.Stat(o.Tasks); err != nil {
+			return usagef("--tasks %s: %v", o.Tasks, err)
 		}
-		if _, err := os.Stat(p); err != nil {
-			return usagef("%s: %v", p, err)
+	}
+	if o.Heldout != "" {
+		if _, err := os.Stat(o.Heldout); err != nil {
+			return usagef("--heldout %s: %v (the default is frog's own held-out store, relative to the repository's root: run from there, or pass --heldout PATH, or --heldout \"\" for none)", o.Heldout, err)
 		}
 	}
 	o.Learner.Seed = o.Seed

@@ -10,7 +10,11 @@ GREMLINS_VERSION := v0.6.0
 TASKS            ?= runs/tasks.jsonl
 TRAIN_TASKS      ?= runs/train-tasks.jsonl
 TRAIN_N          ?= 120
-TRAIN_FLAGS      ?= --episodes 1600 --heldout-n 40 --eval-every 5 --baselines fl-feedback,fl-greedy
+# SANDBOX: auto (docker when a daemon answers, else process), docker or
+# process. Docker costs the most here: 1.2 training episodes/s against 4.6 in
+# process sandboxes on 2 cores (docs/training.md).
+SANDBOX          ?= auto
+TRAIN_FLAGS      ?= --episodes 1600 --heldout-n 40 --eval-every 5 --baselines fl-feedback,fl-greedy --sandbox $(SANDBOX)
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)

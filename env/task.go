@@ -21,7 +21,7 @@ type Task struct {
 	// at which a policy solves the task half of the time.
 	Difficulty float64 `json:"difficulty"`
 	// Bin is the difficulty bin the synthesizer made the task in
-	// ("family/k/locality/module", see synth.Knobs), when it says; curricula
+	// ("family/k/locality/rank/module", see synth.Knobs), when it says; curricula
 	// pool what they learn of tasks by bin.
 	Bin string `json:"bin,omitempty"`
 	// File is the path of the file the bug is in, when known.

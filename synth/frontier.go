@@ -15,17 +15,43 @@ import (
 // Knobs are what a steerable synthesizer can be asked for, and the
 // difficulty bin a task belongs to: its operator family, its number of
 // mutations k, their locality (single for k = 1; func when every mutation
-// is in one function, file when in one file, spread otherwise) and its
-// module. An empty field (K 0) means "any".
+// is in one function, file when in one file, spread otherwise), the
+// fault-localisation rank bucket of its bug (RankBucket: where spectrum
+// fault localisation ranks the mutated block among the covered ones, known
+// once the task is validated) and its module. An empty field (K 0) means
+// "any".
 type Knobs struct {
 	Family   string `json:"family,omitempty"`
 	K        int    `json:"k,omitempty"`
 	Locality string `json:"locality,omitempty"`
+	Rank     string `json:"rank,omitempty"`
 	Module   string `json:"module,omitempty"`
 }
 
-// Key is the knobs as one string, "family/k/locality/module", "*" for an
-// empty field; ParseKnobs reads it back.
+// RankBucket is the bin's name for an Ochiai rank (1 = the mutated block
+// is the most suspicious): r1, r2-3, r4-9 or r10+; "" when unknown (0). A
+// policy that tries templates at the most suspicious lines first reaches
+// r1 bugs in its first tries and r10+ ones rarely.
+func RankBucket(rank int) string {
+	switch {
+	case rank <= 0:
+		return ""
+	case rank == 1:
+		return "r1"
+	case rank <= 3:
+		return "r2-3"
+	case rank <= 9:
+		return "r4-9"
+	}
+	return "r10+"
+}
+
+func isRankBucket(s string) bool {
+	return s == "*" || s == "r1" || s == "r2-3" || s == "r4-9" || s == "r10+"
+}
+
+// Key is the knobs as one string, "family/k/locality/rank/module", "*" for
+// an empty field; ParseKnobs reads it back.
 func (k Knobs) Key() string {
 	f := func(s string) string {
 		if s == "" {
@@ -37,14 +63,16 @@ func (k Knobs) Key() string {
 	if k.K > 0 {
 		ks = strconv.Itoa(k.K)
 	}
-	return f(k.Family) + "/" + ks + "/" + f(k.Locality) + "/" + f(k.Module)
+	return f(k.Family) + "/" + ks + "/" + f(k.Locality) + "/" + f(k.Rank) + "/" + f(k.Module)
 }
 
-// ParseKnobs reads a Key.
+// ParseKnobs parses a Key, and the older form without the rank
+// ("family/k/locality/module"; a module path has slashes of its own, so
+// the fourth field is a rank only when it is one).
 func ParseKnobs(key string) (Knobs, error) {
-	p := strings.SplitN(key, "/", 4)
-	if len(p) != 4 {
-		return Knobs{}, fmt.Errorf("bin %q: want family/k/locality/module", key)
+	p := strings.SplitN(key, "/", 5)
+	if len(p) < 4 {
+		return Knobs{}, fmt.Errorf("bin %q: want family/k/locality/rank/module", key)
 	}
 	g := func(s string) string {
 		if s == "*" {
@@ -53,7 +81,12 @@ func ParseKnobs(key string) (Knobs, error) {
 		return s
 	}
 	var k Knobs
-	k.Family, k.Locality, k.Module = g(p[0]), g(p[2]), g(p[3])
+	k.Family, k.Locality = g(p[0]), g(p[2])
+	if len(p) == 5 && isRankBucket(p[3]) {
+		k.Rank, k.Module = g(p[3]), g(p[4])
+	} else {
+		k.Module = g(strings.SplitN(key, "/", 4)[3])
+	}
 	if p[1] != "*" {
 		n, err := strconv.Atoi(p[1])
 		if err != nil || n < 1 {
@@ -66,21 +99,29 @@ func ParseKnobs(key string) (Knobs, error) {
 
 // Matches says whether a task in bin b satisfies the knobs k (an empty
 // field of k matches anything).
-func (k Knobs) Matches(b Knobs) bool {
-	return (k.Family == "" || k.Family == b.Family) && (k.K == 0 || k.K == b.K) &&
-		(k.Locality == "" || k.Locality == b.Locality) && (k.Module == "" || k.Module == b.Module)
-}
+func (k Knobs) Matches(b Knobs) bool { return k.Misses(b) == 0 }
 
 // Misses counts the knobs of k that bin b does not satisfy (0: b matches).
 func (k Knobs) Misses(b Knobs) int {
 	m := 0
 	for _, ok := range []bool{k.Family == "" || k.Family == b.Family, k.K == 0 || k.K == b.K,
-		k.Locality == "" || k.Locality == b.Locality, k.Module == "" || k.Module == b.Module} {
+		k.Locality == "" || k.Locality == b.Locality, k.Rank == "" || k.Rank == b.Rank, k.Module == "" || k.Module == b.Module} {
 		if !ok {
 			m++
 		}
 	}
 	return m
+}
+
+// RecordBin is the bin of a stored or just validated task: BinOf its task,
+// with the rank bucket of its fault-localisation rank (a feature of the
+// record, measured when it was validated).
+func RecordBin(r *TaskRecord) Knobs {
+	k := BinOf(&r.Task)
+	if k.Rank == "" {
+		k.Rank = RankBucket(r.Features.OchiaiRank)
+	}
+	return k
 }
 
 // BinOf is the difficulty bin of a task: the one its synthesizer recorded

@@ -463,7 +463,7 @@ type steerCandidate struct {
 }
 
 // candidates4 are the bins seen, with their pooled evidence, and, for each
-// value seen of each of the four knobs, that knob alone, with the evidence
+// value seen of each knob (the rank where it is known), that knob alone, with the evidence
 // of the fresh tasks made when it was asked for alone (none at first: an
 // optimistic value, so each is tried): asking for one knob finds bins
 // never seen near those that proved learnable.
@@ -506,6 +506,9 @@ func (r *Replay) candidates4(bins []string) []steerCandidate {
 		add(Knobs{Family: k.Family}, f)
 		add(Knobs{K: k.K}, f)
 		add(Knobs{Locality: k.Locality}, f)
+		if k.Rank != "" {
+			add(Knobs{Rank: k.Rank}, f)
+		}
 		add(Knobs{Module: k.Module}, f)
 	}
 	return out

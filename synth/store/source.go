@@ -40,8 +40,12 @@ func NewSource(recs []synth.TaskRecord, seed uint64) (*Source, error) {
 		return nil, errors.New("task store: no tasks")
 	}
 	s := &Source{rng: rand.New(rand.NewPCG(seed, seed^0x5bd1e995))}
-	for _, r := range recs {
-		s.tasks = append(s.tasks, r.Task)
+	for i := range recs {
+		t := recs[i].Task
+		if t.Bin == "" {
+			t.Bin = synth.RecordBin(&recs[i]).Key() // with the rank the record knows
+		}
+		s.tasks = append(s.tasks, t)
 	}
 	slices.SortStableFunc(s.tasks, func(a, b env.Task) int { return cmp.Compare(a.Difficulty, b.Difficulty) })
 	s.served = make([]int, len(s.tasks))

@@ -316,3 +316,24 @@ func TestSourceTasksForDrawsTheBinAskedFor(t *testing.T) {
 		t.Errorf("TasksFor with no exact match: %d tasks, want 5 near matches", len(got))
 	}
 }
+
+// A stored record's fault-localisation rank puts its task in a rank
+// bucket, and TasksFor can ask for one.
+func TestSourceBinsByRank(t *testing.T) {
+	mk := func(id string, rank int) synth.TaskRecord {
+		r := synth.TaskRecord{Task: env.Task{ID: id, Repo: "m", Mutations: []env.Mutation{{Family: "token", File: "a.go"}}}}
+		r.Features.OchiaiRank = rank
+		return r
+	}
+	src, err := NewSource([]synth.TaskRecord{mk("near", 1), mk("far", 12)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := src.TasksFor(context.Background(), 1, synth.Knobs{Rank: "r10+"})
+	if err != nil || len(got) != 1 || got[0].ID != "far" {
+		t.Fatalf("TasksFor rank r10+: %v, %v; want the task ranked 12th", got, err)
+	}
+	if b := synth.BinOf(&got[0]); b.Rank != "r10+" || b.Family != "token" {
+		t.Errorf("the served task's bin %+v: want token, rank r10+", b)
+	}
+}

@@ -102,6 +102,7 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 		}
 		rec.CoverageBlocks, rec.Coverage = p.Coverage.Compact(slices.Concat(res.FailToPass, res.PassToPass))
 	}
+	rec.Task.Bin = synth.RecordBin(&rec).Key()
 	return rec
 }
 

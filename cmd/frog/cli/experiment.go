@@ -176,6 +176,8 @@ func (o *experimentOptions) validate() error {
 		switch {
 		case r.Tries < 1 || r.EvalTries < 1:
 			return usagef("--tries %d, --eval-tries %d: want >= 1", r.Tries, r.EvalTries)
+		case r.Learner.Validate() != nil:
+			return &UsageError{Err: r.Learner.Validate()}
 		case r.Device != "auto" && r.Device != "cpu" && r.Device != "cuda":
 			return usagef("--device %q: want auto, cpu or cuda", r.Device)
 		}

@@ -267,9 +267,14 @@ func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n i
 			quarantined = append(quarantined, r.ID)
 			continue
 		}
-		tasks = append(tasks, actors.EvalTask{Task: r.Task, Module: r.Repo, Family: r.Family, K: r.Features.K})
+		tasks = append(tasks, evalTask(r))
 	}
 	return tasks, quarantined, nil
+}
+
+// evalTask is a stored task labelled for an evaluation's report.
+func evalTask(r synth.TaskRecord) actors.EvalTask {
+	return actors.EvalTask{Task: r.Task, Module: r.Repo, Family: r.Family, K: r.Features.K}
 }
 
 func (r evalReport) print(w io.Writer, asJSON bool) error {

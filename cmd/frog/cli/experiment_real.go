@@ -169,7 +169,7 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 	var out []actors.EvalTask
 	for _, r := range recs {
 		if keep[r.ID] {
-			out = append(out, actors.EvalTask{Task: r.Task, Module: r.Repo, Family: r.Family, K: r.Features.K})
+			out = append(out, evalTask(r))
 		}
 	}
 	if len(out) != len(rec.Tasks) {

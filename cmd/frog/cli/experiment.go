@@ -220,9 +220,11 @@ type runResult struct {
 	HeldoutTasks int     `json:"heldout_tasks"`
 	// Real mode: the learner's updates, the training tasks quarantined,
 	// the seconds the training took (the rest is evaluation).
-	Updates      int64   `json:"updates,omitempty"`
-	Quarantined  int     `json:"quarantined,omitempty"`
-	TrainSeconds float64 `json:"train_seconds,omitempty"`
+	Updates int64 `json:"updates,omitempty"`
+	// Points are the held-out curve's points in more detail (real mode).
+	Points       []heldoutPoint `json:"heldout_points,omitempty"`
+	Quarantined  int            `json:"quarantined,omitempty"`
+	TrainSeconds float64        `json:"train_seconds,omitempty"`
 }
 
 func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error {
@@ -256,8 +258,11 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 			return err
 		}
 		for _, r := range results {
-			if len(r.CurveY) > 0 {
-				x.start[r.Seed] = r.CurveY[0]
+			switch {
+			case len(r.Points) > 0:
+				x.start[r.Seed] = r.Points[0]
+			case len(r.CurveY) > 0: // a result from before Points
+				x.start[r.Seed] = heldoutPoint{Solved: r.CurveY[0]}
 			}
 		}
 		run = func(s string, seed uint64) (runResult, error) { return x.runReal(ctx, s, seed) }

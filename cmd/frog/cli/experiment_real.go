@@ -94,9 +94,9 @@ type realExperiment struct {
 	train   []synth.TaskRecord
 	backend cuda.Backend
 	log     zerolog.Logger
-	// start holds the held-out rate of each seed's initial policy: the
+	// start holds the held-out point of each seed's initial policy: the
 	// same for every strategy, measured once.
-	start map[uint64]float64
+	start map[uint64]heldoutPoint
 }
 
 func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.Logger) (*realExperiment, func(), error) {
@@ -130,7 +130,7 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 	}
 	log.Info().Int("tasks", len(heldout)).Int("quarantined", len(quarantined)).Int("train_tasks", len(train)).Msg("held-out tasks checked")
 	x := &realExperiment{o: o, ws: tenv.ws, prov: prov, eval: tenv, heldout: heldout, train: train, backend: backend, log: log,
-		start: map[uint64]float64{}}
+		start: map[uint64]heldoutPoint{}}
 	return x, closeAll, nil
 }
 
@@ -272,19 +272,21 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	r.Quarantined = len(q.Quarantined())
 	r.TrainSeconds = time.Since(start).Seconds()
 	for i, p := range snaps {
-		var y float64
+		var pt heldoutPoint
 		if i == 0 {
 			if v, ok := x.start[seed]; ok {
-				y = v
-			} else if y, err = x.evaluate(ctx, name, p); err != nil {
+				pt = v
+			} else if pt, err = x.evaluate(ctx, name, p); err != nil {
 				return runResult{}, err
 			}
-			x.start[seed] = y
+			x.start[seed] = pt
 		} else if snaps[i] == snaps[i-1] {
-			y = r.CurveY[i-1] // no update between the two points
-		} else if y, err = x.evaluate(ctx, name, p); err != nil {
+			pt = r.Points[i-1] // no update between the two points
+		} else if pt, err = x.evaluate(ctx, name, p); err != nil {
 			return runResult{}, err
 		}
+		y := pt.Solved
+		r.Points = append(r.Points, pt)
 		r.CurveX, r.CurveY = append(r.CurveX, xs[i]), append(r.CurveY, y)
 		if r.Reach < 0 && y >= o.TargetSolve {
 			r.Reach = xs[i]
@@ -299,8 +301,18 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 // maxRealEpisodes bounds a real run's episodes whatever its budget.
 const maxRealEpisodes = 100000
 
-// evaluate is the held-out solve rate of p, greedy.
-func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Policy) (float64, error) {
+// heldoutPoint is one point of a real run's held-out curve: the solve
+// rate, the rate within the first try, and the tries an episode made. The
+// last two move when the policy's ranking does, even where the solve rate
+// stands still.
+type heldoutPoint struct {
+	Solved          float64 `json:"solved"`
+	SolvedFirstTry  float64 `json:"solved_first_try"`
+	TriesPerEpisode float64 `json:"tries_per_episode"`
+}
+
+// evaluate plays the held-out tasks with p, greedy.
+func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Policy) (heldoutPoint, error) {
 	g := *p
 	g.Greedy = true
 	cfg := actors.DefaultConfig()
@@ -308,7 +320,13 @@ func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Po
 	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
 		actors.Deps{Provider: x.prov, Harness: x.eval.h, Log: zerolog.Nop()})
 	if err != nil {
-		return 0, fmt.Errorf("held-out evaluation: %w", err)
+		return heldoutPoint{}, fmt.Errorf("held-out evaluation: %w", err)
 	}
-	return rep.Solved.Rate, nil
+	pt := heldoutPoint{Solved: rep.Solved.Rate, TriesPerEpisode: rep.Cost.TriesPerEpisode}
+	for _, a := range rep.AtTries {
+		if a.Tries == 1 {
+			pt.SolvedFirstTry = a.Rate.Rate
+		}
+	}
+	return pt, nil
 }

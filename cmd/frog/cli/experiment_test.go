@@ -113,7 +113,8 @@ func TestExperimentCurriculumReal(t *testing.T) {
 		if r.Updates == 0 || r.Episodes == 0 {
 			t.Errorf("%s: %d updates of %d episodes; want some", r.Strategy, r.Updates, r.Episodes)
 		}
-		if !slices.Equal(r.CurveX, []int64{0, budget / 2, budget}) || len(r.CurveY) != 3 || r.Final != r.CurveY[2] {
+		if !slices.Equal(r.CurveX, []int64{0, budget / 2, budget}) || len(r.CurveY) != 3 || r.Final != r.CurveY[2] ||
+			len(r.Points) != 3 || r.Points[2].Solved != r.Final || r.Points[0].TriesPerEpisode == 0 {
 			t.Errorf("%s: curve %v → %v", r.Strategy, r.CurveX, r.CurveY)
 		}
 	}

@@ -106,6 +106,30 @@ func (q *Quarantine) Source(src synth.Source) synth.Source {
 	return quarantined{q, src}
 }
 
+// CheckAll checks tasks, n at a time (each check is a few test runs in a
+// sandbox), and returns each one's Check error: nil, one wrapping
+// synth.ErrQuarantined, or a fault. A task that is not real has nothing
+// to check (nil).
+func (q *Quarantine) CheckAll(ctx context.Context, tasks []*env.Task, n int) []error {
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(n, 1))
+	for i, t := range tasks {
+		if !t.Real() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = q.Check(ctx, t)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 type quarantined struct {
 	q   *Quarantine
 	src synth.Source
@@ -127,23 +151,11 @@ func (s steeredQuarantined) TasksFor(ctx context.Context, n int, k synth.Knobs) 
 }
 
 func (s quarantined) check(ctx context.Context, tasks []env.Task, err error) ([]env.Task, error) {
-	// Check them four at a time: each is a few test runs in a sandbox.
-	errs := make([]error, len(tasks))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	ptrs := make([]*env.Task, len(tasks))
 	for i := range tasks {
-		if !tasks[i].Real() {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = s.q.Check(ctx, &tasks[i])
-		}()
+		ptrs[i] = &tasks[i]
 	}
-	wg.Wait()
+	errs := s.q.CheckAll(ctx, ptrs, 4)
 	kept := tasks[:0]
 	var faults []error
 	for i := range tasks {

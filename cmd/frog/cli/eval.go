@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
@@ -236,24 +236,17 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 // returns those that hold up, labelled for the report, and the ids of the
 // quarantined ones. A fault of the machine ends it with the error.
 func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
-	ok := make([]bool, len(recs))
-	errs := make([]error, len(recs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, n)
+	ptrs := make([]*env.Task, len(recs))
 	for i := range recs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			err := tenv.q.Check(ctx, &recs[i].Task)
-			ok[i] = err == nil
-			if err != nil && !errors.Is(err, synth.ErrQuarantined) {
-				errs[i] = err
-			}
-		}()
+		ptrs[i] = &recs[i].Task
 	}
-	wg.Wait()
+	checked := tenv.q.CheckAll(ctx, ptrs, n)
+	var errs []error
+	for _, err := range checked {
+		if err != nil && !errors.Is(err, synth.ErrQuarantined) {
+			errs = append(errs, err)
+		}
+	}
 	if ctx.Err() != nil {
 		return nil, nil, ErrInterrupted
 	}
@@ -263,7 +256,7 @@ func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n i
 	var tasks []actors.EvalTask
 	var quarantined []string
 	for i, r := range recs {
-		if !ok[i] {
+		if checked[i] != nil {
 			quarantined = append(quarantined, r.ID)
 			continue
 		}

@@ -74,7 +74,7 @@ Tasks are checked first (quarantine), untimed.`,
 	f := c.Flags()
 	f.StringVar(&o.tasks, "tasks", "", "task store (.jsonl) (required)")
 	f.IntVar(&o.limit, "limit", 8, "tasks to use, from the start of the store")
-	f.IntVar(&o.perTask, "per-task", 20, "candidates of each task tried both ways")
+	f.IntVar(&o.perTask, "per-task", 40, "candidates of each task tried both ways (40: a GRPO group's tries of one task, 8 episodes of 5)")
 	f.IntVar(&o.groupSize, "group-size", 8, "episodes per task in the episodes/s passes")
 	f.IntVar(&o.tries, "tries", 10, "most tries per episode in the episodes/s passes")
 	f.StringVar(&o.policy, "policy", "random", "policy of the episodes/s passes")

@@ -239,15 +239,33 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 	if err != nil {
 		return err
 	}
+	// Seed by seed, every strategy in turn: an experiment cut short holds
+	// as many seeds of each strategy, give or take one.
+	type pendingRun struct {
+		strategy string
+		seed     uint64
+	}
+	var pending []pendingRun
+	for i := range o.Seeds {
+		seed := o.FirstSeed + uint64(i)
+		for _, s := range o.Strategies {
+			if !done[runKey(s, seed)] {
+				pending = append(pending, pendingRun{s, seed})
+			}
+		}
+	}
 	var run func(strategy string, seed uint64) (runResult, error)
-	switch o.Mode {
-	case "sim":
+	switch {
+	case len(pending) == 0:
+		// Nothing to run: the table from the results there (real mode
+		// opens no sandbox and checks no task for it).
+	case o.Mode == "sim":
 		heldout, err := simHeldout(o)
 		if err != nil {
 			return err
 		}
 		run = func(s string, seed uint64) (runResult, error) { return runSimExperiment(ctx, o, s, seed, heldout, log) }
-	case "real":
+	default:
 		x, closeX, err := openRealExperiment(ctx, o, log)
 		if err != nil {
 			return err
@@ -267,27 +285,19 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 		}
 		run = func(s string, seed uint64) (runResult, error) { return x.runReal(ctx, s, seed) }
 	}
-	// Seed by seed, every strategy in turn: an experiment cut short holds
-	// as many seeds of each strategy, give or take one.
-	for i := range o.Seeds {
-		seed := o.FirstSeed + uint64(i)
-		for _, s := range o.Strategies {
-			if done[runKey(s, seed)] {
-				continue
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			r, err := run(s, seed)
-			if err != nil {
-				return fmt.Errorf("strategy %s seed %d: %w", s, seed, err)
-			}
-			if err := appendResult(o.Dir, r); err != nil {
-				return err
-			}
-			log.Info().Str("strategy", s).Uint64("seed", seed).Float64("final_heldout", r.Final).
-				Float64("seconds", r.Seconds).Msg("run finished")
+	for _, p := range pending {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
+		r, err := run(p.strategy, p.seed)
+		if err != nil {
+			return fmt.Errorf("strategy %s seed %d: %w", p.strategy, p.seed, err)
+		}
+		if err := appendResult(o.Dir, r); err != nil {
+			return err
+		}
+		log.Info().Str("strategy", p.strategy).Uint64("seed", p.seed).Float64("final_heldout", r.Final).
+			Float64("seconds", r.Seconds).Msg("run finished")
 	}
 	results, err := readResults(o.Dir)
 	if err != nil {

@@ -626,6 +626,11 @@ func summarize(results []runResult, o *experimentOptions) experimentTable {
 		uniform[r.Seed] = r.Final
 	}
 	tab := experimentTable{Mode: o.Mode, Budget: o.Budget, TargetSolve: o.TargetSolve, Heldout: o.Heldout, Dir: o.Dir}
+	for _, r := range results {
+		if r.HeldoutTasks > 0 && r.Budget == o.Budget {
+			tab.Heldout = r.HeldoutTasks // what was played: the check may have quarantined some
+		}
+	}
 	for _, s := range order {
 		rs := by[s]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Seed < rs[j].Seed })

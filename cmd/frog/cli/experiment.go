@@ -104,14 +104,17 @@ real agents: see docs/sim-model.md and docs/curriculum.md.
 --mode real trains frog's neural repair policy by GRPO, as frog train does, on
 real tasks drawn by the curriculum from one training store (--tasks), played in
 real sandboxes (--sandbox, process by default) and judged by their own tests.
-Every test a run asks for is run (its outcome cache is off) and counted against
---budget (default 2000); admission stops at the budget and the episodes then
-running finish (the table's test executions say by how much they overshot).
-The held-out tasks (--heldout of --heldout-tasks, a fixed sample from modules
-never trained on, checked once) are played greedily, --eval-tries tries each, by
-the policy of each of --points+1 points of the run's budget. Defaults for real
-mode: strategies frontier, uniform, easy and hard; --budget 2000; --points 4;
---heldout 40; --concurrency 2×CPUs; --task-refill 2.`,
+The budget counts the test executions a run's harness ran: each run has its own
+outcome cache, whose answers are free (--no-outcome-cache counts every one);
+admission stops at the budget and the episodes then running finish (the
+results say by how much they overshot). The held-out tasks (--heldout of
+--heldout-tasks, a fixed sample from modules never trained on; the tasks the
+first invocation's check kept are recorded in heldout.json and played by every
+later one) are played greedily, --eval-tries tries each, by the policy of each
+of --points+1 points of the run's budget. Defaults for real mode: strategies
+frontier, uniform, easy and hard; --seeds 3; --budget 6000 (about 5 minutes a
+run on 2 cores: the whole experiment in about an hour); --points 2; --heldout
+40; --concurrency 2×CPUs; --task-refill 2.`,
 		Example: `  frog experiment curriculum --mode sim --seeds 5 --budget 40000
   frog experiment curriculum --strategies frontier,uniform --seeds 3 --dir runs/exp-curriculum
   frog experiment curriculum --mode real --seeds 3 --tasks runs/train-tasks.jsonl --dir runs/exp-real`,

@@ -57,10 +57,13 @@ func (r *realOptions) flags(f *pflag.FlagSet) {
 func (o *experimentOptions) realDefaults(c *cobra.Command) {
 	changed := c.Flags().Changed
 	if !changed("budget") {
-		o.Budget = 2000
+		o.Budget = 6000
+	}
+	if !changed("seeds") {
+		o.Seeds = 3
 	}
 	if !changed("points") {
-		o.Points = 4
+		o.Points = 2
 	}
 	if !changed("concurrency") {
 		o.Concurrency = 2 * runtime.NumCPU()

@@ -33,6 +33,7 @@ import (
 	"github.com/frognano/frog/env"
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/neural"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -76,7 +77,7 @@ type experimentOptions struct {
 }
 
 func newExperimentCurriculumCmd(g *globals) *cobra.Command {
-	o := &experimentOptions{Real: &realOptions{}}
+	o := &experimentOptions{Real: &realOptions{Learner: neural.DefaultConfig()}}
 	c := &cobra.Command{
 		Use:   "curriculum",
 		Short: "Compare curricula at one budget of test executions: held-out solve rate per strategy, with intervals",

@@ -47,7 +47,7 @@ func (r *realOptions) flags(f *pflag.FlagSet) {
 	f.IntVar(&r.Tries, "tries", 5, "real: most candidates a training episode may try")
 	f.IntVar(&r.EvalTries, "eval-tries", 10, "real: most candidates a held-out episode may try")
 	f.StringVar(&r.Device, "device", "auto", "real: tensor backend of the learners (auto, cpu or cuda)")
-	f.Float64Var(&r.Learner.LR, "lr", neural.DefaultConfig().LR, "real: the learners' Adam learning rate")
+	f.Float64Var(&r.Learner.LR, "lr", r.Learner.LR, "real: the learners' Adam learning rate")
 	r.Sandbox.flags(f, "process")
 	r.TaskOpts.flags(f)
 }
@@ -80,9 +80,6 @@ func (o *experimentOptions) realDefaults(c *cobra.Command) {
 	if !changed("strategies") {
 		o.Strategies = []string{synth.StrategyFrontier, synth.StrategyUniform, "easy", "hard"}
 	}
-	lr := o.Real.Learner.LR
-	o.Real.Learner = neural.DefaultConfig()
-	o.Real.Learner.LR = lr
 }
 
 // realExperiment is what every run of --mode real shares: the sandboxes,

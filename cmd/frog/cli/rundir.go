@@ -63,11 +63,7 @@ func createRunDir(path string, config any) (*runDir, error) {
 func (d *runDir) onUpdate(log zerolog.Logger) func(actors.UpdateRecord) {
 	var failed atomic.Bool
 	return func(u actors.UpdateRecord) {
-		e := metricsEvent{Kind: "update", UpdateRecord: &u}
-		if u.Groups > 0 {
-			e.ZeroSignalShare = float64(u.ZeroSignalGroups) / float64(u.Groups)
-		}
-		if err := d.writeEvent(e); err != nil && failed.CompareAndSwap(false, true) {
+		if err := d.writeEvent(updateEvent(u)); err != nil && failed.CompareAndSwap(false, true) {
 			log.Error().Err(err).Msg("write metrics.jsonl; later records are dropped silently")
 		}
 	}

@@ -498,13 +498,11 @@ func (t *trainer) passRate() float64 {
 
 func (t *trainer) onUpdate(u actors.UpdateRecord) {
 	secs := time.Since(t.start).Seconds()
-	e := metricsEvent{Kind: "update", UpdateRecord: &u, TrainPassRate: t.passRate()}
+	e := updateEvent(u)
+	e.TrainPassRate = t.passRate()
 	if secs > 0 && t.counters != nil {
 		e.EpisodesPerSecond = float64(t.counters.Recorded()) / secs
 		e.TriesPerSecond = float64(t.tries.Load()) / secs
-	}
-	if u.Groups > 0 {
-		e.ZeroSignalShare = float64(u.ZeroSignalGroups) / float64(u.Groups)
 	}
 	if err := t.dir.writeEvent(e); err != nil {
 		t.log.Error().Err(err).Msg("write metrics.jsonl")

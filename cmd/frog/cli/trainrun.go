@@ -40,6 +40,15 @@ type metricsEvent struct {
 	Elapsed  float64      `json:"elapsed_seconds,omitempty"`
 }
 
+// updateEvent is the metrics line of one learner update.
+func updateEvent(u actors.UpdateRecord) metricsEvent {
+	e := metricsEvent{Kind: "update", UpdateRecord: &u}
+	if u.Groups > 0 {
+		e.ZeroSignalShare = float64(u.ZeroSignalGroups) / float64(u.Groups)
+	}
+	return e
+}
+
 // writeEvent appends one line to metrics.jsonl.
 func (d *runDir) writeEvent(e metricsEvent) error {
 	line, err := json.Marshal(e)

@@ -3,6 +3,8 @@ package repair
 import (
 	"math"
 	"path"
+	"strconv"
+	"strings"
 
 	"github.com/frognano/frog/env"
 )
@@ -12,6 +14,11 @@ import (
 var (
 	Kinds    = []string{"token", "guard", "return", "bounds", "args", "call", "stmt", "other"}
 	Contexts = []string{"if", "for", "return", "assign", "expr", "switch", "decl", "other"}
+	// Ops are the templates the features tell apart (Kinds groups them);
+	// NewTokens the replacement texts of one-token edits: which of a line's
+	// alternatives restores the code is mostly in what it writes.
+	Ops       = []string{"compare-boundary", "compare-negate", "arithmetic", "incdec", "logical", "int-literal", "bool-literal", "unary-minus", "swap-args", "break-continue", "slice-bound", "restore-bound", "nil-error", "restore-err", "add-err-guard", "negate-cond", "other"}
+	NewTokens = []string{"<", "<=", ">", ">=", "==", "!=", "+", "-", "*", "/", "&&", "||", "true", "false", "++", "--", "0", "1", "other"}
 )
 
 // Feature layout of one option (a candidate, or stopping).
@@ -46,6 +53,13 @@ const (
 	fApplied
 	fFailingShare
 	fStop
+	fOp // len(Ops) one-hot
+)
+
+const (
+	fNewToken       = fOp + 17 + iota // len(NewTokens) one-hot, one-edit candidates only
+	fFirstAlt       = fNewToken + 19 + iota - 1
+	fSmallerLiteral // an integer literal made smaller
 	// Dim is the length of every feature vector.
 	Dim
 )
@@ -65,6 +79,13 @@ var FeatureNames = func() []string {
 	for i, s := range []string{"named_line", "named_file", "panic", "timeout", "line_tries", "line_no_effect", "line_improved", "alternatives", "step", "tries", "applied", "failing_share", "stop"} {
 		n[fNamedLine+i] = s
 	}
+	for i, o := range Ops {
+		n[fOp+i] = "op_" + o
+	}
+	for i, t := range NewTokens {
+		n[fNewToken+i] = "new_" + t
+	}
+	n[fFirstAlt], n[fSmallerLiteral] = "first_alternative", "smaller_literal"
 	return n
 }()
 
@@ -74,6 +95,7 @@ type Featurizer struct {
 	suspects map[env.Line]Suspect
 	n        int
 	perLine  map[env.Line]int
+	first    map[env.Line]int // the first candidate's ID at each line
 	improved map[env.Line]int
 	named    []env.Line // where failures point
 	files    map[string]bool
@@ -83,14 +105,18 @@ type Featurizer struct {
 
 // NewFeaturizer prepares the features of st's options.
 func NewFeaturizer(st *State) *Featurizer {
-	f := &Featurizer{st: st, suspects: map[env.Line]Suspect{}, perLine: map[env.Line]int{}, improved: map[env.Line]int{}, files: map[string]bool{}}
+	f := &Featurizer{st: st, suspects: map[env.Line]Suspect{}, perLine: map[env.Line]int{}, first: map[env.Line]int{}, improved: map[env.Line]int{}, files: map[string]bool{}}
 	sus := st.Suspects
 	for _, s := range sus {
 		f.suspects[s.Line] = s
 	}
 	f.n = len(sus)
 	for _, c := range st.List {
-		f.perLine[env.Line{File: c.File, Line: c.Line}]++
+		l := env.Line{File: c.File, Line: c.Line}
+		if f.perLine[l] == 0 {
+			f.first[l] = c.ID
+		}
+		f.perLine[l]++
 	}
 	for id, tr := range st.Tried {
 		if id < len(st.List) && Improves(&tr) {
@@ -162,6 +188,17 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 	x[fLineImproved] = clip(float32(f.improved[l]))
 	if n := f.perLine[l]; n > 0 {
 		x[fAlternatives] = 1 / float32(n)
+		x[fFirstAlt] = b2f(f.first[l] == c.ID)
+	}
+	x[fOp+index(Ops, c.Op)] = 1
+	if len(c.Edits) == 1 {
+		e := c.Edits[0]
+		x[fNewToken+index(NewTokens, strings.TrimSpace(e.New))] = 1
+		if c.Op == "int-literal" {
+			o, err1 := strconv.ParseInt(strings.ReplaceAll(e.Old, "_", ""), 0, 64)
+			n, err2 := strconv.ParseInt(strings.ReplaceAll(e.New, "_", ""), 0, 64)
+			x[fSmallerLiteral] = b2f(err1 == nil && err2 == nil && n < o)
+		}
 	}
 	return x
 }

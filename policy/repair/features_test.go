@@ -1,9 +1,14 @@
 package repair
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/frognano/frog/env"
+)
 
 func TestFeatureLayout(t *testing.T) {
-	if fContext != fKind+len(Kinds) || fNamedLine != fContext+len(Contexts) || Dim != fStop+1 {
+	if fContext != fKind+len(Kinds) || fNamedLine != fContext+len(Contexts) || fOp != fStop+1 ||
+		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fSmallerLiteral+1 {
 		t.Fatalf("layout: kind %d context %d named %d stop %d dim %d", fKind, fContext, fNamedLine, fStop, Dim)
 	}
 	seen := map[string]bool{}
@@ -12,5 +17,41 @@ func TestFeatureLayout(t *testing.T) {
 			t.Errorf("feature %d named %q (duplicate or empty)", i, n)
 		}
 		seen[n] = true
+	}
+}
+
+// TestCandidateFeatures checks that what tells a line's alternatives apart
+// reaches the features: the template, the text it writes, which is first.
+func TestCandidateFeatures(t *testing.T) {
+	st := &State{List: []env.Candidate{
+		{ID: 0, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "3"}}},
+		{ID: 1, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "1"}}},
+		{ID: 2, File: "a.go", Line: 3, Op: "compare-negate", Kind: "token", Edits: []env.Edit{{Offset: 4, Old: "==", New: "!="}}},
+		{ID: 3, File: "a.go", Line: 9, Op: "restore-err", Kind: "return", Edits: []env.Edit{{Offset: 40, Old: "nil", New: "err"}}},
+	}}
+	f := NewFeaturizer(st)
+	name := map[string]int{}
+	for i, n := range FeatureNames {
+		name[n] = i
+	}
+	want := []map[string]float32{
+		{"op_int-literal": 1, "new_other": 1, "first_alternative": 1, "smaller_literal": 0},
+		{"op_int-literal": 1, "new_1": 1, "first_alternative": 0, "smaller_literal": 1},
+		{"op_compare-negate": 1, "new_!=": 1, "first_alternative": 0, "op_int-literal": 0},
+		{"op_restore-err": 1, "new_other": 1, "first_alternative": 1},
+	}
+	for i := range st.List {
+		x := f.Candidate(&st.List[i])
+		if len(x) != Dim {
+			t.Fatalf("candidate %d: %d features, want %d", i, len(x), Dim)
+		}
+		for n, v := range want[i] {
+			if x[name[n]] != v {
+				t.Errorf("candidate %d: %s = %v, want %v", i, n, x[name[n]], v)
+			}
+		}
+	}
+	if x := f.Stop(); x[name["first_alternative"]] != 0 || x[name["op_other"]] != 0 {
+		t.Errorf("stop has candidate features: %v", x)
 	}
 }

@@ -17,6 +17,9 @@ type batcher struct {
 	// plan another group in their place.
 	refill  bool
 	dropped bool // a group was dropped since the last takeRefill
+	// tryCost shapes the returns a group's rollouts are compared by
+	// (policy.Return): signal is variance of those.
+	tryCost float64
 
 	groups map[uint64]*groupAcc
 	ready  []policy.Group
@@ -36,11 +39,11 @@ type batchStats struct {
 }
 
 func newBatcher(groupsPerUpdate, maxStaleness int) *batcher {
-	return newRefillBatcher(groupsPerUpdate, maxStaleness, false)
+	return newRefillBatcher(groupsPerUpdate, maxStaleness, false, 0)
 }
 
-func newRefillBatcher(groupsPerUpdate, maxStaleness int, refill bool) *batcher {
-	return &batcher{groupsPerUpdate: groupsPerUpdate, maxStaleness: maxStaleness, refill: refill, groups: make(map[uint64]*groupAcc)}
+func newRefillBatcher(groupsPerUpdate, maxStaleness int, refill bool, tryCost float64) *batcher {
+	return &batcher{groupsPerUpdate: groupsPerUpdate, maxStaleness: maxStaleness, refill: refill, tryCost: tryCost, groups: make(map[uint64]*groupAcc)}
 }
 
 // add files one result under its group, closes the group when all its
@@ -77,8 +80,8 @@ func (b *batcher) closeAll() bool {
 // even when none of its members completed, so the learner keeps the pace the
 // scheduler's staleness gate assumes.
 func (b *batcher) close(g *groupAcc) {
-	pg := policy.Group{Trajectories: g.trajs}
-	if b.refill && len(g.trajs) > 0 && policy.Variance(pg.Rewards()) == 0 {
+	pg := policy.Group{Trajectories: g.trajs, TryCost: b.tryCost}
+	if b.refill && len(g.trajs) > 0 && policy.Variance(pg.Returns()) == 0 {
 		b.st.groups++
 		b.st.trajectories += int64(len(g.trajs))
 		b.st.zeroSignal++
@@ -88,7 +91,7 @@ func (b *batcher) close(g *groupAcc) {
 	}
 	b.closed++
 	if len(g.trajs) > 0 {
-		b.ready = append(b.ready, policy.Group{Task: g.task, Trajectories: g.trajs})
+		b.ready = append(b.ready, policy.Group{Task: g.task, Trajectories: g.trajs, TryCost: b.tryCost})
 	}
 }
 
@@ -133,7 +136,7 @@ func (b *batcher) fresh(groups []policy.Group, version int64) []policy.Group {
 		g.Trajectories = kept
 		b.st.groups++
 		b.st.trajectories += int64(len(kept))
-		if policy.Variance(g.Rewards()) == 0 {
+		if policy.Variance(g.Returns()) == 0 {
 			b.st.zeroSignal++
 			if b.refill {
 				// Its stale members dropped, what is left has no signal:

@@ -24,12 +24,18 @@ type CurriculumRecord struct {
 // synthesizer is in flight, and the pool is refilled only when a plan
 // cannot be served from it: the tasks served then depend only on the order
 // of the scheduler's messages, which keeps seeded runs reproducible.
+//
+// It completes the learner's checkpoints: a SaveCheckpoint gets the
+// curriculum's snapshot (synth.Snapshotter) and the pool as they are when
+// it arrives, and the whole is stored through sink, so that a kill leaves
+// the learner's and the curriculum's states of one moment in one file.
 type curriculum struct {
 	cur      synth.Curriculum
 	synth    *actor.PID
 	refill   int
 	log      zerolog.Logger
 	onRecord func(CurriculumRecord)
+	sink     CheckpointSink
 
 	pool        []*env.Task
 	waiting     []*waitingPlan
@@ -87,6 +93,36 @@ func (c *curriculum) Receive(ctx actor.Context) {
 	case *GetStats:
 		st := c.cur.Stats()
 		ctx.Respond(&st)
+	case *SaveCheckpoint:
+		ck := m.Checkpoint
+		c.addState(&ck)
+		done := &CheckpointSaved{Version: ck.Version, Updates: ck.Updates}
+		if c.sink == nil {
+			done.Err = "no checkpoint sink"
+		} else if err := c.sink.Save(ck); err != nil {
+			done.Err = err.Error()
+		}
+		ctx.Send(m.ReplyTo, done)
+	}
+}
+
+// addState adds the curriculum's snapshot and the pool to a learner's
+// checkpoint. A curriculum that cannot snapshot leaves the checkpoint
+// without its state (a run resumed from it starts its curriculum fresh).
+func (c *curriculum) addState(ck *Checkpoint) {
+	s, ok := c.cur.(synth.Snapshotter)
+	if !ok {
+		return
+	}
+	data, err := s.Snapshot()
+	if err != nil {
+		c.log.Warn().Err(err).Int64("version", ck.Version).Msg("checkpoint saved without the curriculum's state: a run resumed from it starts its curriculum fresh")
+		return
+	}
+	ck.Curriculum = data
+	ck.Pool = make([]env.Task, len(c.pool))
+	for i, t := range c.pool {
+		ck.Pool[i] = *t
 	}
 }
 

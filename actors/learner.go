@@ -95,6 +95,13 @@ type abortRun struct{ reason string }
 // dropped; the version still advances (the scheduler's staleness gate counts
 // batches). After maxFailures failures in a row the learner asks the
 // scheduler to end the run.
+//
+// A checkpoint is the learner's bytes and counters, taken between updates
+// and sent as plain data to the curriculum actor (saveTo), which adds the
+// curriculum's state and stores it, then answers with a CheckpointSaved:
+// neither mailbox waits on the other. The answer to a Flush waits for the
+// checkpoints on their way and the last one, so that a run ends with its
+// final checkpoint stored.
 type learner struct {
 	l           policy.Learner
 	server      *actor.PID
@@ -107,12 +114,19 @@ type learner struct {
 	runners     *sync.WaitGroup
 	// runCtx is the run's context; the updates' context derives from it.
 	runCtx context.Context
-	// startUpdates offsets the update count of a resumed run; every and
-	// sink checkpoint it, saved the last update checkpointed.
+	// startUpdates offsets the update count of a resumed run. Every every
+	// updates and at the end a checkpoint goes to saveTo (the curriculum
+	// actor; nil: none); sent is the update count of the last one sent,
+	// pending the ones not yet answered, retry says the last answer was a
+	// failure (the next chance sends again), final that the last checkpoint
+	// of a Flush was sent (or could not be).
 	startUpdates int64
 	every        int
-	sink         CheckpointSink
-	saved        int64
+	saveTo       *actor.PID
+	sent         int64
+	pending      int
+	retry        bool
+	final        bool
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -157,6 +171,15 @@ func (l *learner) Receive(ctx actor.Context) {
 		}
 		l.flushTo = ctx.Sender()
 		l.next(ctx)
+	case *CheckpointSaved:
+		l.pending--
+		if m.Err != "" {
+			l.retry = true
+			l.log.Error().Str("error", m.Err).Int64("version", m.Version).Msg("checkpoint not saved; the previous one stands")
+		} else {
+			l.st.Checkpoints++
+		}
+		l.next(ctx)
 	case *actor.Stopping:
 		if l.cancel != nil {
 			l.cancel()
@@ -189,12 +212,22 @@ func (l *learner) next(ctx actor.Context) {
 			l.launch(ctx, p)
 		}
 	}
-	if !l.busy && l.flushTo != nil {
-		l.checkpoint()
-		st := l.stats()
-		ctx.Send(l.flushTo, &st)
-		l.flushTo = nil
+	if l.busy || l.flushTo == nil || l.pending > 0 {
+		return
 	}
+	if !l.final {
+		// Once, after the checkpoints on their way are answered, and even
+		// when no update happened since the last: the curriculum has moved
+		// on (the outcomes since), and the last checkpoint is the run's
+		// state at its end.
+		l.final = true
+		if l.checkpoint(ctx, l.st.Updates > 0); l.pending > 0 {
+			return // answered when it is stored
+		}
+	}
+	st := l.stats()
+	ctx.Send(l.flushTo, &st)
+	l.flushTo = nil
 }
 
 // launch runs one update in a goroutine of its own.
@@ -240,29 +273,29 @@ func (l *learner) finish(ctx actor.Context, m *updateDone) {
 				Seconds: m.elapsed.Seconds(), UpdateStats: m.st})
 		}
 		if l.every > 0 && l.st.Updates%int64(l.every) == 0 {
-			l.checkpoint()
+			l.checkpoint(ctx, false)
 		}
 	}
 	l.report(ctx, m.batch.trigger)
 }
 
-// checkpoint saves the learner's state, unless it is saved already or
-// cannot be. It runs between updates (never while one is in flight).
-func (l *learner) checkpoint() {
+// checkpoint sends the learner's state to be completed and stored, unless
+// it cannot be or, when not forced, it was sent already (and not refused).
+// It runs between updates (never while one is in flight).
+func (l *learner) checkpoint(ctx actor.Context, force bool) {
 	c, ok := l.l.(policy.Checkpointer)
-	if !ok || l.sink == nil || l.busy || l.st.Updates == l.saved {
+	if !ok || l.saveTo == nil || l.busy || (l.st.Updates == l.sent && !l.retry && !force) {
 		return
 	}
 	data, err := c.Checkpoint()
-	if err == nil {
-		err = l.sink.Save(Checkpoint{Version: l.version, Updates: l.startUpdates + l.st.Updates, Results: l.b.st.results, Learner: data})
-	}
 	if err != nil {
 		l.log.Error().Err(err).Int64("version", l.version).Msg("checkpoint not saved; the previous one stands")
 		return
 	}
-	l.saved = l.st.Updates
-	l.st.Checkpoints++
+	l.sent, l.retry = l.st.Updates, false
+	l.pending++
+	ctx.Send(l.saveTo, &SaveCheckpoint{ReplyTo: ctx.Self(),
+		Checkpoint: Checkpoint{Version: l.version, Updates: l.startUpdates + l.st.Updates, Results: l.b.st.results, Learner: data}})
 }
 
 // advance moves to the next version and publishes pol as it.

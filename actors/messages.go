@@ -129,6 +129,24 @@ type PolicyUpdate struct {
 // answer with its *LearnerStats.
 type Flush struct{}
 
+// SaveCheckpoint carries the learner's checkpoint, taken between updates,
+// to the curriculum actor (learner → curriculum), which adds the state of
+// its curriculum and its pool of fresh tasks at that moment and stores the
+// whole as one checkpoint (Deps.Checkpoints). The answer is a
+// *CheckpointSaved sent to ReplyTo.
+type SaveCheckpoint struct {
+	Checkpoint Checkpoint
+	ReplyTo    *actor.PID
+}
+
+// CheckpointSaved answers SaveCheckpoint: Err, when not empty, says why
+// the checkpoint was not stored (the previous one stands).
+type CheckpointSaved struct {
+	Version int64
+	Updates int64
+	Err     string
+}
+
 // GetStats asks an actor for its statistics (policy server: *PolicyServerStats;
 // curriculum: *synth.CurriculumStats; synth: *SynthStats).
 type GetStats struct{}

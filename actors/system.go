@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,11 @@ type Config struct {
 	// GroupsPerUpdate groups with signal, and plans new groups in their
 	// place; their share is still counted (learner.zero_signal_share).
 	RefillZeroVariance bool `json:"refill_zero_variance"`
+	// TryCost shapes the returns GRPO compares within a group: a rewarded
+	// rollout returns its reward less TryCost for each candidate it tried
+	// beyond the first (policy.Return), so that a group whose rollouts all
+	// fix their task still says which tried the fix first. 0: the rewards.
+	TryCost float64 `json:"try_cost"`
 	// StartVersion and StartUpdates continue a resumed run's counting.
 	StartVersion int64 `json:"start_version,omitempty"`
 	StartUpdates int64 `json:"start_updates,omitempty"`
@@ -120,6 +126,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--inference-workers %d: want >= 1", c.InferenceWorkers)
 	case c.MaxUpdateFailures < 0:
 		return fmt.Errorf("--max-update-failures %d: want >= 0 (0: never end the run)", c.MaxUpdateFailures)
+	case !(c.TryCost >= 0 && c.TryCost < 1):
+		return fmt.Errorf("--try-cost %v: want a share in [0, 1)", c.TryCost)
 	}
 	return nil
 }
@@ -179,25 +187,45 @@ type Deps struct {
 	// own budget, such as test executions).
 	Drain <-chan struct{}
 	// Checkpoints, when set and the learner can checkpoint
-	// (policy.Checkpointer), receives the learner's checkpoints: every
-	// Config.CheckpointEvery updates and at the end. Save is called from the
-	// learner actor between updates and must not block for long (a file
-	// write); its error is logged and the run goes on.
+	// (policy.Checkpointer), receives the run's checkpoints: every
+	// Config.CheckpointEvery updates and at the end (Run returns only once
+	// that last one is stored). The learner actor takes its part between
+	// updates and sends it to the curriculum actor, which adds the
+	// curriculum's (Checkpoint.Curriculum, Checkpoint.Pool) and calls Save:
+	// Save is called from the curriculum actor, one checkpoint at a time,
+	// and must not block for long (a file write); its error is logged by
+	// the learner and the run goes on.
 	Checkpoints CheckpointSink
+	// TaskPool, when set, are fresh tasks the curriculum actor serves
+	// before it asks the synthesizer for more: a resumed run's, from its
+	// checkpoint (Checkpoint.Pool), with Curriculum restored from the same
+	// checkpoint.
+	TaskPool []env.Task
 }
 
-// CheckpointSink stores checkpoints.
+// CheckpointSink stores checkpoints. Save is called from the curriculum
+// actor, one checkpoint at a time (see Deps.Checkpoints).
 type CheckpointSink interface {
 	Save(Checkpoint) error
 }
 
-// Checkpoint is the learner's state at one version, as plain data: the
-// learner's own bytes (policy.Checkpointer) and the run's counters.
+// Checkpoint is a run's state at one version, as plain data: the learner's
+// own bytes (policy.Checkpointer), the run's counters, and the curriculum's
+// state when the curriculum actor stored the checkpoint, a moment after the
+// learner took its part (the outcomes on their way from the learner to the
+// curriculum then are in the learner's part only).
 type Checkpoint struct {
 	Version int64  `json:"version"`
 	Updates int64  `json:"updates"`
 	Results int64  `json:"results"`
 	Learner []byte `json:"learner"`
+	// Curriculum is the curriculum's snapshot (synth.Snapshotter); empty
+	// when the curriculum has none, and in the checkpoints of runs made
+	// before checkpoints held it.
+	Curriculum json.RawMessage `json:"curriculum,omitempty"`
+	// Pool is the fresh tasks the curriculum actor had from the
+	// synthesizer and had not served yet (Deps.TaskPool of a resumed run).
+	Pool []env.Task `json:"pool,omitempty"`
 }
 
 // Summary is what a run did. Its counters always satisfy
@@ -264,16 +292,28 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	synthPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &synthesizer{src: deps.Source, maxInflight: cfg.SynthWorkers, root: root, runners: &runners}
 	}), "synth")
+	var pool []*env.Task // a resumed run's; the first curriculum actor takes it
+	for i := range deps.TaskPool {
+		t := deps.TaskPool[i]
+		pool = append(pool, &t)
+	}
 	curPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &curriculum{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum}
+		c := &curriculum{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum,
+			sink: deps.Checkpoints, pool: pool}
+		pool = nil
+		return c
 	}), "curriculum")
+	var saveTo *actor.PID // where the learner's checkpoints go
+	if deps.Checkpoints != nil {
+		saveTo = curPID
+	}
 	serverPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &policyServer{pol: deps.Learner.Policy(), maxBatch: cfg.MaxBatch, maxWait: cfg.MaxWait,
 			maxInflight: cfg.InferenceWorkers, root: root, runners: &runners}
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &learner{l: deps.Learner, server: serverPID, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance),
-			version: cfg.StartVersion, startUpdates: cfg.StartUpdates, every: cfg.CheckpointEvery, sink: deps.Checkpoints,
+		return &learner{l: deps.Learner, server: serverPID, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance, cfg.TryCost),
+			version: cfg.StartVersion, startUpdates: cfg.StartUpdates, every: cfg.CheckpointEvery, saveTo: saveTo,
 			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, onEpisode: deps.OnEpisode, log: log,
 			root: root, runners: &runners, runCtx: ctx}
 	}), "learner")

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/frognano/frog/env"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -75,5 +77,41 @@ func TestWilson(t *testing.T) {
 		if math.Abs(lo-tt.lo) > 5e-4 || math.Abs(hi-tt.hi) > 5e-4 {
 			t.Errorf("Wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tt.k, tt.n, lo, hi, tt.lo, tt.hi)
 		}
+	}
+}
+
+// TestReturn checks the shaped return: a fix costs TryCost per try beyond
+// the first, down to a tenth; a failure returns 0 however it went; a group
+// whose rollouts all fix the task at different tries keeps its signal.
+func TestReturn(t *testing.T) {
+	for _, c := range []struct {
+		reward  float64
+		tries   int
+		cost    float64
+		want    float64
+		comment string
+	}{
+		{1, 1, 0.1, 1, "first try"},
+		{1, 5, 0.1, 0.6, "fifth try"},
+		{1, 30, 0.1, 0.1, "floor"},
+		{0, 5, 0.1, 0, "failure"},
+		{0, 0, 0.1, 0, "no try"},
+		{1, 5, 0, 1, "no cost"},
+		{1, 0, 0.1, 1, "fixed without tries (a simulated agent)"},
+	} {
+		if got := Return(&env.Trajectory{Reward: c.reward, Tries: c.tries}, c.cost); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: Return(reward %v, tries %d, cost %v) = %v, want %v", c.comment, c.reward, c.tries, c.cost, got, c.want)
+		}
+	}
+	g := Group{Trajectories: []*env.Trajectory{{Reward: 1, Tries: 1}, {Reward: 1, Tries: 4}}}
+	if v := Variance(g.Returns()); v != 0 {
+		t.Errorf("no try cost: variance %v, want 0 (equal rewards)", v)
+	}
+	g.TryCost = 0.1
+	if v := Variance(g.Returns()); !(v > 0) {
+		t.Errorf("try cost 0.1: variance %v, want > 0", v)
+	}
+	if r := g.Rewards(); r[0] != 1 || r[1] != 1 {
+		t.Errorf("rewards %v changed by the try cost", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/frognano/frog/env"
 )
@@ -28,13 +29,40 @@ type Policy interface {
 type Group struct {
 	Task         *env.Task
 	Trajectories []*env.Trajectory
+	// TryCost shapes the returns the group's rollouts are compared by
+	// (Returns, Return); 0 compares their rewards.
+	TryCost float64
 }
 
-// Rewards returns the group's rewards in order.
+// Rewards returns the group's rewards in order: what the tests said.
 func (g *Group) Rewards() []float64 {
 	r := make([]float64, len(g.Trajectories))
 	for i, t := range g.Trajectories {
 		r[i] = t.Reward
+	}
+	return r
+}
+
+// Returns returns what GRPO compares of the group's rollouts, in order:
+// each one's Return at the group's TryCost.
+func (g *Group) Returns() []float64 {
+	r := make([]float64, len(g.Trajectories))
+	for i, t := range g.Trajectories {
+		r[i] = Return(t, g.TryCost)
+	}
+	return r
+}
+
+// Return is what GRPO compares of trajectory t: its reward, less tryCost
+// for each candidate tried beyond the first when it was rewarded (never
+// below a tenth of the reward). Rollouts that all fix a task then still
+// differ, the fewer tries the better: the signal of what to try first, which
+// a group of equal 0/1 rewards lacks. An unrewarded rollout returns 0
+// however many tries it made, so that stopping early never pays.
+func Return(t *env.Trajectory, tryCost float64) float64 {
+	r := t.Reward
+	if r > 0 && tryCost > 0 && t.Tries > 1 {
+		r *= math.Max(0.1, 1-tryCost*float64(t.Tries-1))
 	}
 	return r
 }

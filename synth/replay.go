@@ -152,7 +152,9 @@ type Replay struct {
 	cfg    ReplayConfig
 	est    *Estimate
 	target *Target
-	rng    *rand.Rand
+	// pcg is rng's source, kept for its state (Snapshot).
+	pcg *rand.PCG
+	rng *rand.Rand
 
 	buf     []*entry
 	byID    map[string]*entry
@@ -204,7 +206,8 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replay{cfg: cfg, est: est, target: target, aim: target.PassRate, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7265706c6179)),
+	pcg := rand.NewPCG(cfg.Seed, 0x7265706c6179)
+	r := &Replay{cfg: cfg, est: est, target: target, aim: target.PassRate, pcg: pcg, rng: rand.New(pcg),
 		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{},
 		reqOf: map[string]string{}, reqEv: map[string]*evidence{}}
 	est.Predictor = r.predict

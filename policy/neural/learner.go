@@ -170,7 +170,7 @@ func (l *Learner) collect(groups []policy.Group) batch {
 	b.off = []int32{0}
 	for _, g := range groups {
 		b.groups++
-		r := g.Rewards()
+		r := g.Returns()
 		adv := make([]float64, len(r))
 		if policy.Advantages(r, adv, policy.Epsilon) == 0 {
 			b.zero++
@@ -206,7 +206,7 @@ func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Pol
 			rewards += r
 			st.Trajectories++
 		}
-		st.Signal += policy.Variance(groups[i].Rewards())
+		st.Signal += policy.Variance(groups[i].Returns())
 	}
 	if st.Trajectories > 0 {
 		st.MeanReward = rewards / float64(st.Trajectories)

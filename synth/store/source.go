@@ -130,3 +130,26 @@ func (s *Source) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task
 	}
 	return out, nil
 }
+
+// MarkServed counts the tasks of ids (each once) as served, as if a draw
+// had returned them, and returns how many of them the store holds (ids it
+// does not hold are ignored). A resumed run tells its store this way which
+// tasks its restored curriculum holds already, so that its requests for
+// fresh tasks get tasks the curriculum has not seen before those it has.
+func (s *Source) MarkServed(ids []string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	n := 0
+	for i := range s.tasks {
+		if want[s.tasks[i].ID] {
+			s.served[i]++
+			delete(want, s.tasks[i].ID)
+			n++
+		}
+	}
+	return n
+}

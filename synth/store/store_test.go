@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -335,5 +336,33 @@ func TestSourceBinsByRank(t *testing.T) {
 	}
 	if b := synth.BinOf(&got[0]); b.Rank != "r10+" || b.Family != "token" {
 		t.Errorf("the served task's bin %+v: want token, rank r10+", b)
+	}
+}
+
+// TestMarkServedTasksComeLast: the tasks marked served (a resumed run's
+// curriculum holds them) are drawn only once every other task has been.
+func TestMarkServedTasksComeLast(t *testing.T) {
+	var recs []synth.TaskRecord
+	for i := range 10 {
+		recs = append(recs, sample(fmt.Sprint(i)))
+	}
+	src, err := NewSource(recs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := src.MarkServed([]string{"0", "1", "2", "2", "nosuch"}); n != 3 {
+		t.Errorf("MarkServed held %d of the ids; want 3", n)
+	}
+	got, err := src.TasksFor(context.Background(), 7, synth.Knobs{}) // any of the 10
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tk := range got {
+		ids = append(ids, tk.ID)
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff(ids, []string{"3", "4", "5", "6", "7", "8", "9"}); diff != "" {
+		t.Errorf("the first 7 draws of 10 tasks, 3 of them marked served (-got +want):\n%s", diff)
 	}
 }

@@ -64,9 +64,15 @@ type trainOptions struct {
 	JSON   bool   `json:"-"`
 }
 
+// defaultTryCost is what a rewarded rollout's return loses per try beyond
+// the first in frog's GRPO (actors.Config.TryCost): a tenth, so that a fix
+// at the fifth try still returns 0.6 and a failure 0.
+const defaultTryCost = 0.1
+
 func newTrainCmd(g *globals) *cobra.Command {
 	o := &trainOptions{Run: actors.DefaultConfig(), Learner: neural.DefaultConfig()}
 	o.Run.Episodes, o.Run.GroupSize, o.Run.GroupsPerUpdate, o.Run.MaxTries = 1600, 8, 4, 5
+	o.Run.TryCost = defaultTryCost
 	// Real tasks cost seconds each to check and lay out: ask for a few at a
 	// time, not a pool of 64.
 	o.Run.TaskRefill = 2
@@ -96,7 +102,8 @@ evaluated on it once at the start. A run directory holds config.json,
 metrics.jsonl (a line per update, evaluation and baseline), trajectories/ (JSONL
 shards), checkpoints/ (every --checkpoint-every updates and at the end, atomic)
 and summary.json. 'frog report RUN' draws the curves; 'frog train --resume RUN'
-continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one.`,
+continues a run from its last checkpoint (the learner and the curriculum);
+'frog eval --policy RUN' evaluates one.`,
 		Example: `  frog train
   frog train --episodes 4000 --heldout tasks/heldout.jsonl --eval-every 10
   frog train --tasks runs/tasks.jsonl --sandbox process --device cpu
@@ -123,6 +130,7 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
 	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
 	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
+	f.Float64Var(&o.Run.TryCost, "try-cost", o.Run.TryCost, "what GRPO takes off a rewarded rollout's return for each candidate it tried beyond the first (down to a tenth), so that rollouts that all fix a task still teach what to try first; 0: compare 0/1 rewards (the default with --policy openai)")
 	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
 	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
 	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
@@ -144,7 +152,7 @@ continues a run from its last checkpoint; 'frog eval --policy RUN' evaluates one
 	o.TaskOpts.flags(f)
 	f.StringVar(&o.Name, "name", "", "run name (default train-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
-	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint (its config.json; --episodes and --duration may be given anew)")
+	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum (--episodes and --duration may be given anew)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
 	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")
 	o.LLM.flags(f)
@@ -164,6 +172,9 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 			// The external trainer gets every completed group and decides
 			// what to learn from.
 			o.Run.RefillZeroVariance = false
+		}
+		if !c.Flags().Changed("try-cost") {
+			o.Run.TryCost = 0 // its trainer gets the rewards
 		}
 		return o.validateLLM()
 	}
@@ -243,8 +254,16 @@ func (o *trainOptions) loadResume(c *cobra.Command) error {
 		return usagef("--resume %s: config.json is not a frog train run's", o.Resume)
 	}
 	episodes, duration, asJSON := o.Run.Episodes, o.Run.Duration, o.JSON
-	resume := o.Resume
+	resume, curriculum := o.Resume, o.Curriculum
 	*o = rec.Config
+	if o.Curriculum == "" {
+		o.Curriculum = "target" // a run made before --curriculum
+	}
+	if c.Flags().Changed("curriculum") && curriculum != o.Curriculum {
+		// The checkpoint holds the state of the run's own curriculum; it
+		// cannot continue another.
+		return usagef("--resume %s --curriculum %s: the run's curriculum is %s (its config.json); resume it with that one, or start a new run", o.Resume, curriculum, o.Curriculum)
+	}
 	o.Resume, o.RunDir, o.JSON = resume, resume, asJSON
 	if c.Flags().Changed("episodes") {
 		o.Run.Episodes = episodes
@@ -293,8 +312,13 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	}
 	defer learner.Close()
 
-	// The run directory, fresh or resumed.
-	dir, start, err := o.openRunDir(learner, log)
+	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
+	if err != nil {
+		return err
+	}
+	// The run directory, fresh or resumed (the learner and the curriculum
+	// put back at the checkpoint).
+	dir, start, err := o.openRunDir(learner, cur, log)
 	if err != nil {
 		return err
 	}
@@ -306,19 +330,12 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 		return err
 	}
 	defer release()
-	src, closeSrc, err := o.openSource(ctx, tenv, log)
+	src, closeSrc, err := o.openSource(ctx, tenv, heldTasks(cur, start.Pool), log)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
 	heldout, err := o.loadHeldout(ctx, tenv, log)
-	if err != nil {
-		return err
-	}
-	if o.Curriculum == "" {
-		o.Curriculum = "target" // a run resumed from before --curriculum
-	}
-	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
 	if err != nil {
 		return err
 	}
@@ -335,7 +352,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: log,
 		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.onCurriculum(log),
-		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3},
+		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3}, TaskPool: start.Pool,
 	}
 	tr.counters = deps.Counters
 	bar := startBar(g, !o.JSON, o.Run.Episodes, "ep", tr.progress)
@@ -354,8 +371,10 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 }
 
 // openRunDir makes the run's directory, or reopens a resumed one and puts
-// the learner back at its last checkpoint.
-func (o *trainOptions) openRunDir(l *neural.Learner, log zerolog.Logger) (*runDir, actors.Checkpoint, error) {
+// the learner and the curriculum back at its last checkpoint (a checkpoint
+// without the curriculum's state leaves it fresh, with a warning, and
+// returns no pool).
+func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log zerolog.Logger) (*runDir, actors.Checkpoint, error) {
 	if o.Resume == "" {
 		path := o.RunDir
 		if path == "" {
@@ -380,6 +399,9 @@ func (o *trainOptions) openRunDir(l *neural.Learner, log zerolog.Logger) (*runDi
 	if err := l.Restore(ck.Learner); err != nil {
 		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
 	}
+	if err := restoreCurriculum(cur, &ck.Checkpoint, o.Curriculum, log); err != nil {
+		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
+	}
 	os.Remove(filepath.Join(o.Resume, "summary.json")) // the run goes on
 	d, err := openRunDirAppend(o.Resume)
 	if err != nil {
@@ -389,9 +411,49 @@ func (o *trainOptions) openRunDir(l *neural.Learner, log zerolog.Logger) (*runDi
 	return d, ck.Checkpoint, nil
 }
 
+// restoreCurriculum puts cur (the run's curriculum, kind name) back at the
+// checkpoint's state. A checkpoint without one (saved before checkpoints
+// held it) leaves cur fresh, with a warning, and its pool is dropped.
+func restoreCurriculum(cur synth.Curriculum, ck *actors.Checkpoint, name string, log zerolog.Logger) error {
+	if len(ck.Curriculum) == 0 {
+		log.Warn().Str("curriculum", name).Msg("the checkpoint holds no curriculum state (saved by an older frog): the resumed run's curriculum starts fresh")
+		ck.Pool = nil
+		return nil
+	}
+	s, ok := cur.(synth.Snapshotter)
+	if !ok {
+		return fmt.Errorf("the %s curriculum cannot be restored from a checkpoint", name)
+	}
+	if err := s.Restore(ck.Curriculum); err != nil {
+		return fmt.Errorf("curriculum %s: %w", name, err)
+	}
+	st := cur.Stats()
+	ev := log.Info().Str("curriculum", name).Int64("observed", st.Observed).Int("pool", len(ck.Pool))
+	if f := st.Frontier; f != nil {
+		ev = ev.Int("buffer", f.Buffer).Int("retired", f.Retired)
+	}
+	ev.Msg("curriculum restored")
+	return nil
+}
+
+// heldTasks are the ids of the tasks a restored curriculum holds: its
+// replay buffer's and the pool's.
+func heldTasks(cur synth.Curriculum, pool []env.Task) []string {
+	var ids []string
+	if h, ok := cur.(interface{ Held() []string }); ok {
+		ids = h.Held()
+	}
+	for i := range pool {
+		ids = append(ids, pool[i].ID)
+	}
+	return ids
+}
+
 // openSource is where training tasks come from: online synthesis, or a
-// store (checked before its tasks are served).
-func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, log zerolog.Logger) (synth.Source, func(), error) {
+// store (checked before its tasks are served). A store counts the tasks
+// of held (a resumed run's curriculum holds them) as served, so that they
+// come after the tasks the run has not played.
+func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []string, log zerolog.Logger) (synth.Source, func(), error) {
 	if o.Tasks != "" {
 		recs, err := store.Load(o.Tasks)
 		if err != nil {
@@ -400,6 +462,9 @@ func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, log zerolo
 		src, err := store.NewSource(recs, o.Seed)
 		if err != nil {
 			return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+		}
+		if len(held) > 0 {
+			log.Info().Int("tasks", src.MarkServed(held)).Int("store", src.Len()).Msg("store: the tasks the curriculum holds come last")
 		}
 		return tenv.q.Source(src), func() {}, nil
 	}
@@ -560,7 +625,7 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
 		return
 	}
-	e := metricsEvent{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, Elapsed: time.Since(t0).Seconds()}
+	e := metricsEvent{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, Elapsed: time.Since(t0).Seconds()}
 	if err := t.dir.writeEvent(e); err != nil {
 		t.log.Error().Err(err).Msg("write metrics.jsonl")
 	}

@@ -99,7 +99,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 		return err
 	}
 	defer release()
-	src, closeSrc, err := o.openSource(ctx, tenv, log)
+	src, closeSrc, err := o.openSource(ctx, tenv, nil, log)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,10 @@ type metricsEvent struct {
 	Policy   string       `json:"policy,omitempty"`
 	AtUpdate int64        `json:"at_update,omitempty"`
 	Solved   *actors.Rate `json:"solved,omitempty"`
-	Elapsed  float64      `json:"elapsed_seconds,omitempty"`
+	// AtTries is the solve rate within 1, 5 and 10 tries: a policy that
+	// learns what to try first gains there before its final rate moves.
+	AtTries []actors.RateAt `json:"solved_at_tries,omitempty"`
+	Elapsed float64         `json:"elapsed_seconds,omitempty"`
 }
 
 // updateEvent is the metrics line of one learner update.

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/synth"
+)
+
+// frog runs the command line as a user types it and returns its stderr.
+func frog(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), args, &out, &errb)
+	return errb.String(), err
+}
+
+// metricsLines counts the lines of a run's metrics.jsonl.
+func metricsLines(t *testing.T, run string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+// firstCurriculumRecord is the first curriculum line of metrics.jsonl
+// after its first skip lines.
+func firstCurriculumRecord(t *testing.T, run string, skip int) actors.CurriculumRecord {
+	t.Helper()
+	f, err := os.Open(filepath.Join(run, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for i := 0; sc.Scan(); i++ {
+		if i < skip || !bytes.Contains(sc.Bytes(), []byte(`"kind":"curriculum"`)) {
+			continue
+		}
+		var r actors.CurriculumRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Fatalf("no curriculum line in %s/metrics.jsonl after line %d", run, skip)
+	return actors.CurriculumRecord{}
+}
+
+// checkpointedCurriculum is the curriculum of run's latest checkpoint, as
+// the run's config makes it.
+func checkpointedCurriculum(t *testing.T, run string) synth.CurriculumStats {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(run, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Config trainOptions `json:"config"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	o := rec.Config
+	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, file, err := loadCheckpoint(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ck.Curriculum) == 0 {
+		t.Fatalf("%s holds no curriculum state", file)
+	}
+	if err := cur.(synth.Snapshotter).Restore(ck.Curriculum); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return cur.Stats()
+}
+
+// editLatest rewrites run's latest checkpoint file with edit applied to
+// its JSON object and returns the original bytes.
+func editLatest(t *testing.T, run string, edit func(map[string]json.RawMessage)) []byte {
+	t.Helper()
+	dir := filepath.Join(run, "checkpoints")
+	name, err := os.ReadFile(filepath.Join(dir, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, strings.TrimSpace(string(name)))
+	orig, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(orig, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return orig
+}
+
+func restoreLatest(t *testing.T, run string, orig []byte) {
+	t.Helper()
+	name, err := os.ReadFile(filepath.Join(run, "checkpoints", "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "checkpoints", strings.TrimSpace(string(name))), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeContinuesTheCurriculum trains a little on real tasks, resumes,
+// and checks that the resumed run's curriculum starts where the
+// checkpoint left it (its first record counts the outcomes the checkpoint
+// had observed, not zero); that a curriculum other than the run's, or a
+// corrupted curriculum state, is a usage error; and that a checkpoint
+// without a curriculum state (an older frog's) still resumes, with a
+// warning and a fresh curriculum.
+func TestResumeContinuesTheCurriculum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "local")
+	tmp := t.TempDir()
+	tasks, ws, run := filepath.Join(tmp, "tasks.jsonl"), filepath.Join(tmp, "ws"), filepath.Join(tmp, "run")
+	if stderr, err := frog(t, "synth", "--source", tiny, "--n", "4", "--out", tasks, "--min-timeout", "5s", "--log-level", "warn"); err != nil {
+		t.Fatalf("frog synth: %v\n%s", err, stderr)
+	}
+	if stderr, err := frog(t, "train", "--tasks", tasks, "--local", tiny, "--workspaces", ws, "--heldout", "", "--baselines", "random",
+		"--episodes", "12", "--group-size", "2", "--groups-per-update", "1", "--refill-zero-variance=false", "--checkpoint-every", "2",
+		"--sandbox", "process", "--device", "cpu", "--concurrency", "2", "--run-dir", run, "--name", "t1", "--log-level", "warn", "--json"); err != nil {
+		t.Fatalf("frog train: %v\n%s", err, stderr)
+	}
+	at := checkpointedCurriculum(t, run)
+	if at.Observed == 0 || at.Frontier == nil || at.Frontier.Buffer == 0 {
+		t.Fatalf("the checkpoint's curriculum observed %d outcomes, buffer %+v: the test needs some", at.Observed, at.Frontier)
+	}
+
+	resume := func(extra ...string) (string, int, error) {
+		skip := metricsLines(t, run)
+		stderr, err := frog(t, append([]string{"train", "--resume", run, "--episodes", "4", "--log-level", "warn", "--json"}, extra...)...)
+		return stderr, skip, err
+	}
+	stderr, skip, err := resume()
+	if err != nil {
+		t.Fatalf("frog train --resume: %v\n%s", err, stderr)
+	}
+	if strings.Contains(stderr, "starts fresh") {
+		t.Errorf("resumed from a checkpoint with a curriculum state, the run warns:\n%s", stderr)
+	}
+	first := firstCurriculumRecord(t, run, skip)
+	t.Logf("checkpoint: observed %d, buffer %d, fresh %d; the resumed run's first record: observed %d, frontier %+v",
+		at.Observed, at.Frontier.Buffer, at.Frontier.Fresh, first.Observed, first.Frontier)
+	if first.Observed != at.Observed || first.Frontier == nil || first.Frontier.Buffer < at.Frontier.Buffer {
+		t.Errorf("the resumed curriculum's first record: observed %d, frontier %+v; the checkpoint's curriculum observed %d, buffer %d",
+			first.Observed, first.Frontier, at.Observed, at.Frontier.Buffer)
+	}
+	if first.Frontier != nil && first.Frontier.Fresh < at.Frontier.Fresh {
+		t.Errorf("the resumed curriculum counts %d fresh tasks served; the checkpoint's had %d", first.Frontier.Fresh, at.Frontier.Fresh)
+	}
+
+	// Another curriculum than the run's: a usage error, before anything runs.
+	var ue *UsageError
+	if stderr, _, err := resume("--curriculum", "uniform"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "the run's curriculum is frontier") {
+		t.Errorf("--resume --curriculum uniform: %v; want a usage error naming the run's curriculum\n%s", err, stderr)
+	}
+
+	// A corrupted curriculum state: a usage error.
+	at = checkpointedCurriculum(t, run)
+	orig := editLatest(t, run, func(m map[string]json.RawMessage) {
+		var c bytes.Buffer
+		if err := json.Compact(&c, m["curriculum"]); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(c.Bytes(), []byte(`"tick":`)) {
+			t.Fatalf("no tick in the curriculum state %s", c.Bytes())
+		}
+		m["curriculum"] = bytes.Replace(c.Bytes(), []byte(`"tick":`), []byte(`"tick":9`), 1)
+	})
+	if stderr, _, err := resume(); !errors.As(err, &ue) || !strings.Contains(err.Error(), "corrupted") {
+		t.Errorf("resumed from a corrupted curriculum state: %v; want a usage error saying it is corrupted\n%s", err, stderr)
+	}
+	restoreLatest(t, run, orig)
+
+	// An older frog's checkpoint, without the curriculum's state: resumed,
+	// with a warning, the curriculum fresh.
+	editLatest(t, run, func(m map[string]json.RawMessage) {
+		delete(m, "curriculum")
+		delete(m, "pool")
+	})
+	stderr, skip, err = resume()
+	if err != nil {
+		t.Fatalf("frog train --resume from a checkpoint without a curriculum state: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "starts fresh") {
+		t.Errorf("resumed from a checkpoint without a curriculum state, the run does not warn that its curriculum starts fresh:\n%s", stderr)
+	}
+	if first := firstCurriculumRecord(t, run, skip); first.Observed != 0 {
+		t.Errorf("a fresh curriculum's first record observed %d outcomes; want 0", first.Observed)
+	}
+	if at.Observed == 0 {
+		t.Errorf("the fresh curriculum cannot be told from the restored one")
+	}
+}

@@ -1,0 +1,353 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy/repair"
+	"github.com/rs/zerolog"
+)
+
+// diagCand is one candidate of a task's first list, labelled by whether it
+// is the gold fix (for analysis only: no policy sees the label).
+type diagCand struct {
+	Op, Kind, Ctx, Desc string
+	Edits               []env.Edit
+	File                string
+	Line                int
+	Gold                bool
+	X                   []float32
+}
+
+type diagTask struct {
+	ID, Repo string
+	K        int
+	Ops      []string
+	Cands    []diagCand
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]*repair.State
+}
+
+func (r *recorder) Name() string { return "recorder" }
+
+func (r *recorder) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
+	for i := range obs {
+		st := repair.Derive(obs[i])
+		if st.List != nil && st.Tries == 0 {
+			r.mu.Lock()
+			r.seen[obs[i].Task.ID] = st
+			r.mu.Unlock()
+			acts[i] = env.Action{Tool: env.ToolSubmit}
+			continue
+		}
+		acts[i] = repair.Next(obs[i], repair.Config{}, firstChooser{}, repair.Seeded(1, obs[i]))
+	}
+	return nil
+}
+
+type firstChooser struct{}
+
+func (firstChooser) Choose(st *repair.State, ids []int, _ *rand.Rand) (int, *env.Decision, float64) {
+	return 0, nil, 0
+}
+
+// The two tests below are an analysis, not a check: they measure how far
+// the repair features can rank a task's fix, from the gold patch, which no
+// policy sees (docs/training.md, "What limits the trained policy"). They
+// run only when asked:
+//
+//	FROG_DIAG_TASKS=runs/train.jsonl FROG_DIAG_OUT=runs/diag-train.jsonl go test -run TestDiagRanks -timeout 2h ./cmd/frog/cli
+//	FROG_DIAG_TASKS=tasks/heldout.jsonl FROG_DIAG_OUT=runs/diag-heldout.jsonl go test -run TestDiagRanks -timeout 2h ./cmd/frog/cli
+//	FROG_DIAG_TRAIN=runs/diag-train.jsonl FROG_DIAG_HELD=runs/diag-heldout.jsonl go test -run TestDiagFit -v ./cmd/frog/cli
+
+// TestDiagRanks plays each task of FROG_DIAG_TASKS up to its first candidate
+// list (process sandboxes) and writes that list to FROG_DIAG_OUT, each
+// candidate with its features and whether it is the gold fix (single-bug
+// tasks: the candidate's edit turns the buggy file into the fixed one).
+func TestDiagRanks(t *testing.T) {
+	in, out := os.Getenv("FROG_DIAG_TASKS"), os.Getenv("FROG_DIAG_OUT")
+	if in == "" {
+		t.Skip("an analysis: set FROG_DIAG_TASKS and FROG_DIAG_OUT (see the comment above)")
+	}
+	ctx := context.Background()
+	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel)
+	recs, err := loadTasks("--tasks", in, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	tenv, prov, release, err := openTaskEnv(ctx, taskOptions{Workspaces: filepath.Join(home, ".cache/frog/workspaces")},
+		sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}, Run: "diag", Concurrency: 4}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	tasks, _, err := checkTasks(ctx, tenv, recs, 4, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{seen: map[string]*repair.State{}}
+	cfg := actors.DefaultConfig()
+	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = "diag", 4, 22, 10
+	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
+	if _, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: 1}, rec, deps); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	defer w.Flush()
+	enc := json.NewEncoder(w)
+	byID := map[string]*env.Task{}
+	for i := range recs {
+		byID[recs[i].ID] = &recs[i].Task
+	}
+	for _, et := range tasks {
+		task := byID[et.Task.ID]
+		st := rec.seen[task.ID]
+		d := diagTask{ID: task.ID, Repo: task.Repo, K: len(task.Mutations)}
+		for _, m := range task.Mutations {
+			d.Ops = append(d.Ops, m.Op)
+		}
+		if st != nil {
+			fixed, err := tenv.ws.Fixed(ctx, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl, _ := tenv.ws.Template(ctx, task)
+			fz := repair.NewFeaturizer(st)
+			for _, c := range st.List {
+				dc := diagCand{Op: c.Op, Kind: c.Kind, Ctx: c.Context, Desc: c.Desc, Edits: c.Edits, File: c.File, Line: c.Line, X: fz.Candidate(&c)}
+				if want, ok := fixed[c.File]; ok && d.K == 1 {
+					src, err := os.ReadFile(filepath.Join(tmpl, c.File))
+					if err == nil {
+						got, err := applyEdits(src, c.Edits)
+						dc.Gold = err == nil && string(got) == string(want)
+					}
+				}
+				d.Cands = append(d.Cands, dc)
+			}
+		}
+		if err := enc.Encode(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func applyEdits(src []byte, es []env.Edit) ([]byte, error) {
+	out := append([]byte(nil), src...)
+	// apply from the last offset back
+	for i := len(es) - 1; i >= 0; i-- {
+		e := es[i]
+		if e.Offset+len(e.Old) > len(out) || string(out[e.Offset:e.Offset+len(e.Old)]) != e.Old {
+			return nil, errors.New("stale")
+		}
+		out = append(out[:e.Offset], append([]byte(e.New), out[e.Offset+len(e.Old):]...)...)
+	}
+	return out, nil
+}
+
+var diagOps = []string{"compare-boundary", "compare-negate", "arithmetic", "incdec", "logical", "int-literal", "bool-literal", "unary-minus", "swap-args", "break-continue", "slice-bound", "restore-bound", "nil-error", "restore-err", "add-err-guard", "negate-cond"}
+
+func readDiag(t *testing.T, p string) []diagTask {
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []diagTask
+	dec := json.NewDecoder(f)
+	for {
+		var d diagTask
+		if err := dec.Decode(&d); err != nil {
+			break
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func diagFeat(c diagCand, pos int, extra bool) []float64 {
+	x := make([]float64, 0, 64)
+	for _, v := range c.X {
+		x = append(x, float64(v))
+	}
+	if !extra {
+		return x
+	}
+	for _, o := range diagOps {
+		x = append(x, b2f64(c.Op == o))
+	}
+	newv, oldv := "", ""
+	if len(c.Edits) > 0 {
+		newv, oldv = c.Edits[0].New, c.Edits[0].Old
+	}
+	x = append(x, b2f64(newv == "0"), b2f64(newv == "1"), b2f64(oldv == "0"), b2f64(oldv == "1"))
+	x = append(x, b2f64(len(newv) < len(oldv)), b2f64(pos == 0), 1/float64(pos+1))
+	return x
+}
+
+func b2f64(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestDiagFit reports where the gold fix ranks in list order (fl-greedy's)
+// and under a linear softmax ranker fitted to the gold fixes of
+// FROG_DIAG_TRAIN, on both stores: with the features recorded (the
+// policy's at the time; the figures in docs/training.md were recorded with
+// the 39 before the template and edit features) and with those added.
+func TestDiagFit(t *testing.T) {
+	trp, hp := os.Getenv("FROG_DIAG_TRAIN"), os.Getenv("FROG_DIAG_HELD")
+	if trp == "" {
+		t.Skip("an analysis: set FROG_DIAG_TRAIN and FROG_DIAG_HELD (see the comment above TestDiagRanks)")
+	}
+	train, held := readDiag(t, trp), readDiag(t, hp)
+	type ex struct {
+		x    [][]float64
+		gold []bool
+		ord  []int // list order rank
+	}
+	mk := func(ds []diagTask, extra bool) (out []ex, total int) {
+		for _, d := range ds {
+			if d.K != 1 {
+				continue
+			}
+			total++
+			e := ex{}
+			g := false
+			line := map[string]int{}
+			for _, c := range d.Cands {
+				key := c.File + ":" + strconv.Itoa(c.Line)
+				pos := line[key]
+				line[key]++
+				e.x = append(e.x, diagFeat(c, pos, extra))
+				e.gold = append(e.gold, c.Gold)
+				g = g || c.Gold
+			}
+			if g {
+				out = append(out, e)
+			}
+		}
+		return
+	}
+	rank := func(scores []float64, gold []bool) int {
+		gi := -1
+		for i, gd := range gold {
+			if gd && (gi < 0 || scores[i] > scores[gi]) {
+				gi = i
+			}
+		}
+		r := 1
+		for i := range scores {
+			if i != gi && (scores[i] > scores[gi] || scores[i] == scores[gi] && i < gi) {
+				r++
+			}
+		}
+		return r
+	}
+	report := func(name string, es []ex, total int, score func(e ex) []float64) {
+		var top1, top5, top10 int
+		for _, e := range es {
+			r := rank(score(e), e.gold)
+			if r <= 1 {
+				top1++
+			}
+			if r <= 5 {
+				top5++
+			}
+			if r <= 10 {
+				top10++
+			}
+		}
+		t.Logf("%-28s k=1 tasks %d, gold in list %d; gold within 1/5/10: %d/%d/%d (%.1f%% of tasks at 10)", name, total, len(es), top1, top5, top10, 100*float64(top10)/float64(total))
+	}
+	for _, extra := range []bool{false, true} {
+		tr, ntr := mk(train, extra)
+		he, nhe := mk(held, extra)
+		order := func(e ex) []float64 {
+			s := make([]float64, len(e.x))
+			for i := range s {
+				s[i] = -float64(i)
+			}
+			return s
+		}
+		if !extra {
+			report("list order, train", tr, ntr, order)
+			report("list order, held-out", he, nhe, order)
+		}
+		dim := len(tr[0].x[0])
+		w := make([]float64, dim)
+		m, v := make([]float64, dim), make([]float64, dim)
+		lin := func(e ex) []float64 {
+			s := make([]float64, len(e.x))
+			for i, x := range e.x {
+				for j := range x {
+					s[i] += w[j] * x[j]
+				}
+			}
+			return s
+		}
+		for step := 1; step <= 3000; step++ {
+			g := make([]float64, dim)
+			for _, e := range tr {
+				s := lin(e)
+				mx := s[0]
+				for _, z := range s {
+					mx = max(mx, z)
+				}
+				var zs, zg float64
+				for i, z := range s {
+					p := math.Exp(z - mx)
+					zs += p
+					if e.gold[i] {
+						zg += p
+					}
+				}
+				for i, x := range e.x {
+					p := math.Exp(s[i]-mx) / zs
+					q := 0.0
+					if e.gold[i] {
+						q = math.Exp(s[i]-mx) / zg
+					}
+					for j := range x {
+						g[j] += (p - q) * x[j] / float64(len(tr))
+					}
+				}
+			}
+			for j := range w {
+				g[j] += 1e-3 * w[j]
+				m[j] = 0.9*m[j] + 0.1*g[j]
+				v[j] = 0.999*v[j] + 0.001*g[j]*g[j]
+				mh := m[j] / (1 - math.Pow(0.9, float64(step)))
+				vh := v[j] / (1 - math.Pow(0.999, float64(step)))
+				w[j] -= 0.03 * mh / (math.Sqrt(vh) + 1e-8)
+			}
+		}
+		name := "linear, base features"
+		if extra {
+			name = "linear, + op features"
+		}
+		report(name+", train", tr, ntr, lin)
+		report(name+", held-out", he, nhe, lin)
+	}
+}

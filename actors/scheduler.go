@@ -86,7 +86,15 @@ type scheduler struct {
 	restarts    int64
 	self        *actor.PID
 	pumpLater   bool
+	// childrenGone is who waits for every episode actor to have stopped.
+	childrenGone []*actor.PID
 }
+
+// awaitChildren asks the scheduler to answer (with itself) once none of its
+// episode actors is left. An episode stops itself after its outcome is
+// sent; stopping the scheduler while one is still on its way out would
+// send that one a Stop it no longer has a mailbox for (a dead letter).
+type awaitChildren struct{}
 
 // SchedulerStats is the scheduler's part of a summary.
 type SchedulerStats struct {
@@ -123,6 +131,19 @@ func (s *scheduler) Receive(ctx actor.Context) {
 	case *pumpNow:
 		s.pumpLater = false
 		s.pump(ctx)
+	case *awaitChildren:
+		if len(ctx.Children()) == 0 {
+			ctx.Respond(m)
+		} else {
+			s.childrenGone = append(s.childrenGone, ctx.Sender())
+		}
+	case *actor.Terminated:
+		if len(ctx.Children()) == 0 {
+			for _, w := range s.childrenGone {
+				ctx.Send(w, &awaitChildren{})
+			}
+			s.childrenGone = nil
+		}
 	case *GetStats:
 		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned, GroupsPerUpdate: s.cfg.groupsPerUpdate})
 	}

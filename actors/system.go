@@ -393,6 +393,10 @@ wait:
 	ask(curPID, &GetStats{}, &sum.Curriculum, time.Minute)
 	ask(synthPID, &GetStats{}, &sum.Synth, time.Minute)
 	ask(schedPID, &GetStats{}, &sum.Scheduler, time.Minute)
+	// Every outcome is recorded; the episode actors may still be stopping.
+	if _, err := root.RequestFuture(schedPID, &awaitChildren{}, time.Minute).Result(); err != nil {
+		log.Warn().Err(err).Msg("episode actors still stopping after a minute")
+	}
 	for _, pid := range []*actor.PID{schedPID, learnerPID, serverPID, curPID, synthPID} {
 		if err := root.StopFuture(pid).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", pid.Id, err))

@@ -29,6 +29,10 @@ type Config struct {
 	// (their advantages are 0: they only add entropy and noise); by default
 	// they are dropped, and counted either way.
 	KeepZeroVariance bool `json:"keep_zero_variance"`
+	// Credit is what each decision is advantaged by: CreditEpisode (its
+	// trajectory's group-normalized return, GRPO's), or CreditTry (the
+	// outcome of the try it chose, normalized over the group's decisions).
+	Credit string `json:"credit,omitempty"`
 	// Temperature is the policy's sampling temperature in training.
 	Temperature float64 `json:"temperature"`
 	// Prior starts the wide part at the fault-localisation prior (Prior);
@@ -38,6 +42,21 @@ type Config struct {
 	// Protocol is the repair protocol of the policies it makes.
 	Protocol repair.Config `json:"protocol"`
 }
+
+// Credit assignments (Config.Credit).
+const (
+	// CreditEpisode gives every decision of a trajectory the trajectory's
+	// advantage: (return − the group's mean) / std.
+	CreditEpisode = "episode"
+	// CreditTry gives each decision the outcome of the try it chose — 1 when
+	// every deciding test then passed, ½ when it fixed some and broke none,
+	// else 0 (stopping included) — less the mean over the group's
+	// decisions, over their std. The tests judge each try as it is made, so
+	// a wrong try in a rollout that went on to a fix is not credited with
+	// the fix: the signal of what to try first, without the noise of the
+	// tries around it.
+	CreditTry = "try"
+)
 
 // DefaultConfig is the learner `frog train` starts from.
 func DefaultConfig() Config {
@@ -59,6 +78,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("epochs %d: want >= 1", c.Epochs)
 	case !(c.Temperature > 0):
 		return fmt.Errorf("temperature %v: want > 0", c.Temperature)
+	case c.Credit != "" && c.Credit != CreditEpisode && c.Credit != CreditTry:
+		return fmt.Errorf("credit %q: want %s or %s", c.Credit, CreditEpisode, CreditTry)
 	}
 	return nil
 }
@@ -170,7 +191,27 @@ func (l *Learner) collect(groups []policy.Group) batch {
 	b.off = []int32{0}
 	for _, g := range groups {
 		b.groups++
-		r := g.Returns()
+		// The group's usable decisions, with their trajectory and step.
+		type at struct{ ti, si int }
+		var ds []at
+		for ti, t := range g.Trajectories {
+			for si, s := range t.Steps {
+				d := s.Action.Decision
+				if d == nil || d.Kind != Kind || d.Dim != F || d.Options() == 0 || d.Chosen < 0 || d.Chosen >= d.Options() {
+					continue
+				}
+				ds = append(ds, at{ti, si})
+			}
+		}
+		var r []float64
+		if l.cfg.Credit == CreditTry {
+			r = make([]float64, len(ds))
+			for i, a := range ds {
+				r[i] = tryOutcome(&g.Trajectories[a.ti].Steps[a.si])
+			}
+		} else {
+			r = g.Returns()
+		}
 		adv := make([]float64, len(r))
 		if policy.Advantages(r, adv, policy.Epsilon) == 0 {
 			b.zero++
@@ -178,23 +219,40 @@ func (l *Learner) collect(groups []policy.Group) batch {
 				continue
 			}
 		}
-		for ti, t := range g.Trajectories {
-			b.trajs++
-			for _, s := range t.Steps {
-				d := s.Action.Decision
-				if d == nil || d.Kind != Kind || d.Dim != F || d.Options() == 0 || d.Chosen < 0 || d.Chosen >= d.Options() {
-					continue
-				}
-				start := b.off[len(b.off)-1]
-				b.x = append(b.x, d.Features...)
-				b.off = append(b.off, start+int32(d.Options()))
-				b.chosen = append(b.chosen, start+int32(d.Chosen))
-				b.adv = append(b.adv, float32(adv[ti]))
-				b.old = append(b.old, s.Action.LogProb)
+		b.trajs += len(g.Trajectories)
+		for i, a := range ds {
+			s := &g.Trajectories[a.ti].Steps[a.si]
+			d := s.Action.Decision
+			start := b.off[len(b.off)-1]
+			b.x = append(b.x, d.Features...)
+			b.off = append(b.off, start+int32(d.Options()))
+			b.chosen = append(b.chosen, start+int32(d.Chosen))
+			if l.cfg.Credit == CreditTry {
+				b.adv = append(b.adv, float32(adv[i]))
+			} else {
+				b.adv = append(b.adv, float32(adv[a.ti]))
 			}
+			b.old = append(b.old, s.Action.LogProb)
 		}
 	}
 	return b
+}
+
+// tryOutcome is what the tests said of the try a step's decision chose
+// (CreditTry): 1 when every deciding test passed, ½ when it fixed some and
+// broke none, 0 otherwise and for stopping.
+func tryOutcome(s *env.Step) float64 {
+	if s.Action.Tool != env.ToolTry || s.Result.Tries == nil || len(s.Result.Tries) == 0 {
+		return 0
+	}
+	tr := &s.Result.Tries[0]
+	switch {
+	case tr.AllPass:
+		return 1
+	case repair.Improves(tr):
+		return 0.5
+	}
+	return 0
 }
 
 // Update applies GRPO to a batch of groups and returns the new policy.

@@ -260,3 +260,52 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestTryCredit checks the per-try credit: in a rollout that tried a wrong
+// candidate and then the fix, only the fix is advantaged; the episode
+// credit advantages both alike. A group in which no try changed anything
+// has no signal either way.
+func TestTryCredit(t *testing.T) {
+	step := func(allPass, improves bool) env.Step {
+		rows := [][]float32{make([]float32, repair.Dim), make([]float32, repair.Dim)}
+		tr := env.TryResult{Built: true, AllPass: allPass}
+		if improves {
+			tr.Fixed = []string{"TestA"}
+		}
+		return env.Step{Action: env.Action{Tool: env.ToolTry, Decision: repair.Decision(Kind, rows, 0, 1)},
+			Result: env.StepResult{Tries: []env.TryResult{tr}}}
+	}
+	solved := &env.Trajectory{Reward: 1, Tries: 2, Steps: []env.Step{step(false, false), step(true, false)}}
+	failed := &env.Trajectory{Reward: 0, Tries: 2, Steps: []env.Step{step(false, true), step(false, false)}}
+	g := policy.Group{Trajectories: []*env.Trajectory{solved, failed}}
+	for _, c := range []struct {
+		credit string
+		want   []float32 // signs of the four decisions' advantages
+	}{
+		{CreditEpisode, []float32{1, 1, -1, -1}},
+		{CreditTry, []float32{-1, 1, 1, -1}}, // outcomes 0, 1, ½, 0: mean ⅜
+	} {
+		cfg := DefaultConfig()
+		cfg.Credit = c.credit
+		l := &Learner{cfg: cfg}
+		b := l.collect([]policy.Group{g})
+		if len(b.adv) != 4 {
+			t.Fatalf("%s: %d decisions, want 4", c.credit, len(b.adv))
+		}
+		for i, a := range b.adv {
+			if a*c.want[i] <= 0 {
+				t.Errorf("%s: decision %d advantage %v, want the sign of %v", c.credit, i, a, c.want[i])
+			}
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Credit = CreditTry
+	l := &Learner{cfg: cfg}
+	flat := policy.Group{Trajectories: []*env.Trajectory{{Steps: []env.Step{step(false, false)}}, {Steps: []env.Step{step(false, false)}}}}
+	if b := l.collect([]policy.Group{flat}); b.zero != 1 || len(b.adv) != 0 {
+		t.Errorf("no try changed anything: %d zero-signal groups, %d decisions; want 1, 0", b.zero, len(b.adv))
+	}
+	if err := (Config{Dims: DefaultDims, LR: 1, Clip: 0.2, Epochs: 1, Temperature: 1, Credit: "nope"}).Validate(); err == nil {
+		t.Error("credit \"nope\" validated")
+	}
+}

@@ -130,6 +130,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
 	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
 	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
+	f.StringVar(&o.Learner.Credit, "credit", neural.CreditEpisode, "what each decision is advantaged by: episode (its rollout's return against the group's, GRPO's) or try (what the tests said of the candidate it tried, against the group's other tries)")
 	f.Float64Var(&o.Run.TryCost, "try-cost", o.Run.TryCost, "what GRPO takes off a rewarded rollout's return for each candidate it tried beyond the first (down to a tenth), so that rollouts that all fix a task still teach what to try first; 0: compare 0/1 rewards (the default with --policy openai)")
 	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
 	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
@@ -623,6 +624,13 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 			return
 		}
 		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
+		return
+	}
+	if rep.Solved.N < len(t.heldout) && ctx.Err() != nil {
+		// Interrupted part way, the rate is of whichever tasks finished
+		// first: not a point of the curve.
+		t.log.Info().Str("policy", name).Int64("update", update).Int("played", rep.Solved.N).Int("heldout", len(t.heldout)).
+			Msg("held-out evaluation cut short: the run is ending; not recorded")
 		return
 	}
 	e := metricsEvent{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, Elapsed: time.Since(t0).Seconds()}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"github.com/frognano/frog/actors"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -31,7 +32,7 @@ and RUN/report.svg: the training pass rate, the held-out solve rate with its 95%
 interval as a band and the baselines' held-out rates as lines, the share of GRPO
 groups whose rewards were all equal (no signal), and the throughput (episodes
 and tries per second). It prints a short summary: the first and last held-out
-rates against the baselines.`,
+rates (and within one try) against the baselines.`,
 		Example: `  frog report runs/train-20261201-120000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -243,6 +244,11 @@ func (s *runSeries) print(w io.Writer) error {
 		a, b := s.Heldout[0], s.Heldout[n-1]
 		fmt.Fprintf(tw, "held-out solve rate\t%.1f%% [%.1f, %.1f] at update %d\t%.1f%% [%.1f, %.1f] at update %d\t\n",
 			100*a.Solved.Rate, 100*a.Solved.Lo, 100*a.Solved.Hi, a.AtUpdate, 100*b.Solved.Rate, 100*b.Solved.Lo, 100*b.Solved.Hi, b.AtUpdate)
+		if fa, ok := solvedWithin(a, 1); ok {
+			if fb, ok := solvedWithin(b, 1); ok {
+				fmt.Fprintf(tw, "held-out at the first try\t%d/%d at update %d\t%d/%d at update %d\t\n", fa.K, fa.N, a.AtUpdate, fb.K, fb.N, b.AtUpdate)
+			}
+		}
 	}
 	names := make([]string, 0, len(s.Baselines))
 	for n := range s.Baselines {
@@ -251,10 +257,25 @@ func (s *runSeries) print(w io.Writer) error {
 	sort.Strings(names)
 	for _, n := range names {
 		r := s.Baselines[n].Solved
-		fmt.Fprintf(tw, "baseline %s\t%.1f%% [%.1f, %.1f]\t(%d/%d)\t\n", n, 100*r.Rate, 100*r.Lo, 100*r.Hi, r.K, r.N)
+		first := ""
+		if f, ok := solvedWithin(s.Baselines[n], 1); ok {
+			first = fmt.Sprintf(", %d at the first try", f.K)
+		}
+		fmt.Fprintf(tw, "baseline %s\t%.1f%% [%.1f, %.1f]\t(%d/%d%s)\t\n", n, 100*r.Rate, 100*r.Lo, 100*r.Hi, r.K, r.N, first)
 	}
 	for _, f := range s.Files {
 		fmt.Fprintf(tw, "wrote\t%s\t\t\n", f)
 	}
 	return tw.Flush()
+}
+
+// solvedWithin is an evaluation's solve rate within tries tries, when its
+// line has one (runs made before solved_at_tries have none).
+func solvedWithin(e metricsEvent, tries int) (actors.Rate, bool) {
+	for _, a := range e.AtTries {
+		if a.Tries == tries {
+			return a.Rate, true
+		}
+	}
+	return actors.Rate{}, false
 }

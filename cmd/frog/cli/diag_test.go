@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/repair"
 	"github.com/rs/zerolog"
 )
@@ -37,12 +37,13 @@ type diagTask struct {
 	Cands    []diagCand
 }
 
+// recorder plays fl-greedy up to an episode's first candidate list,
+// keeps the state there, and submits.
 type recorder struct {
+	base policy.Policy
 	mu   sync.Mutex
 	seen map[string]*repair.State
 }
-
-func (r *recorder) Name() string { return "recorder" }
 
 func (r *recorder) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
 	for i := range obs {
@@ -54,15 +55,11 @@ func (r *recorder) Act(ctx context.Context, obs []env.Observation, acts []env.Ac
 			acts[i] = env.Action{Tool: env.ToolSubmit}
 			continue
 		}
-		acts[i] = repair.Next(obs[i], repair.Config{}, firstChooser{}, repair.Seeded(1, obs[i]))
+		if err := r.base.Act(ctx, obs[i:i+1], acts[i:i+1]); err != nil {
+			return err
+		}
 	}
 	return nil
-}
-
-type firstChooser struct{}
-
-func (firstChooser) Choose(st *repair.State, ids []int, _ *rand.Rand) (int, *env.Decision, float64) {
-	return 0, nil, 0
 }
 
 // The two tests below are an analysis, not a check: they measure how far
@@ -100,7 +97,11 @@ func TestDiagRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{seen: map[string]*repair.State{}}
+	greedy, err := baseline.New("fl-greedy", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{base: greedy, seen: map[string]*repair.State{}}
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = "diag", 4, 22, 10
 	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
@@ -138,7 +139,7 @@ func TestDiagRanks(t *testing.T) {
 				if want, ok := fixed[c.File]; ok && d.K == 1 {
 					src, err := os.ReadFile(filepath.Join(tmpl, c.File))
 					if err == nil {
-						got, err := applyEdits(src, c.Edits)
+						got, err := env.Splice(src, c.Edits)
 						dc.Gold = err == nil && string(got) == string(want)
 					}
 				}
@@ -150,21 +151,6 @@ func TestDiagRanks(t *testing.T) {
 		}
 	}
 }
-
-func applyEdits(src []byte, es []env.Edit) ([]byte, error) {
-	out := append([]byte(nil), src...)
-	// apply from the last offset back
-	for i := len(es) - 1; i >= 0; i-- {
-		e := es[i]
-		if e.Offset+len(e.Old) > len(out) || string(out[e.Offset:e.Offset+len(e.Old)]) != e.Old {
-			return nil, errors.New("stale")
-		}
-		out = append(out[:e.Offset], append([]byte(e.New), out[e.Offset+len(e.Old):]...)...)
-	}
-	return out, nil
-}
-
-var diagOps = []string{"compare-boundary", "compare-negate", "arithmetic", "incdec", "logical", "int-literal", "bool-literal", "unary-minus", "swap-args", "break-continue", "slice-bound", "restore-bound", "nil-error", "restore-err", "add-err-guard", "negate-cond"}
 
 func readDiag(t *testing.T, p string) []diagTask {
 	f, err := os.Open(p)
@@ -192,7 +178,7 @@ func diagFeat(c diagCand, pos int, extra bool) []float64 {
 	if !extra {
 		return x
 	}
-	for _, o := range diagOps {
+	for _, o := range repair.Ops {
 		x = append(x, b2f64(c.Op == o))
 	}
 	newv, oldv := "", ""

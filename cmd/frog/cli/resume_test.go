@@ -91,15 +91,13 @@ func checkpointedCurriculum(t *testing.T, run string) synth.CurriculumStats {
 }
 
 // editLatest rewrites run's latest checkpoint file with edit applied to
-// its JSON object and returns the original bytes.
-func editLatest(t *testing.T, run string, edit func(map[string]json.RawMessage)) []byte {
+// its JSON object and returns a function that puts the original back.
+func editLatest(t *testing.T, run string, edit func(map[string]json.RawMessage)) (restore func()) {
 	t.Helper()
-	dir := filepath.Join(run, "checkpoints")
-	name, err := os.ReadFile(filepath.Join(dir, "latest"))
+	_, file, err := loadCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, strings.TrimSpace(string(name)))
 	orig, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -116,17 +114,10 @@ func editLatest(t *testing.T, run string, edit func(map[string]json.RawMessage))
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return orig
-}
-
-func restoreLatest(t *testing.T, run string, orig []byte) {
-	t.Helper()
-	name, err := os.ReadFile(filepath.Join(run, "checkpoints", "latest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(run, "checkpoints", strings.TrimSpace(string(name))), orig, 0o644); err != nil {
-		t.Fatal(err)
+	return func() {
+		if err := os.WriteFile(file, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -193,7 +184,7 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 
 	// A corrupted curriculum state: a usage error.
 	at = checkpointedCurriculum(t, run)
-	orig := editLatest(t, run, func(m map[string]json.RawMessage) {
+	restore := editLatest(t, run, func(m map[string]json.RawMessage) {
 		var c bytes.Buffer
 		if err := json.Compact(&c, m["curriculum"]); err != nil {
 			t.Fatal(err)
@@ -206,7 +197,7 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 	if stderr, _, err := resume(); !errors.As(err, &ue) || !strings.Contains(err.Error(), "corrupted") {
 		t.Errorf("resumed from a corrupted curriculum state: %v; want a usage error saying it is corrupted\n%s", err, stderr)
 	}
-	restoreLatest(t, run, orig)
+	restore()
 
 	// An older frog's checkpoint, without the curriculum's state: resumed,
 	// with a warning, the curriculum fresh.

@@ -80,7 +80,7 @@ func (b *batcher) closeAll() bool {
 // even when none of its members completed, so the learner keeps the pace the
 // scheduler's staleness gate assumes.
 func (b *batcher) close(g *groupAcc) {
-	pg := policy.Group{Trajectories: g.trajs, TryCost: b.tryCost}
+	pg := policy.Group{Task: g.task, Trajectories: g.trajs, TryCost: b.tryCost}
 	if b.refill && len(g.trajs) > 0 && policy.Variance(pg.Returns()) == 0 {
 		b.st.groups++
 		b.st.trajectories += int64(len(g.trajs))
@@ -91,7 +91,7 @@ func (b *batcher) close(g *groupAcc) {
 	}
 	b.closed++
 	if len(g.trajs) > 0 {
-		b.ready = append(b.ready, policy.Group{Task: g.task, Trajectories: g.trajs, TryCost: b.tryCost})
+		b.ready = append(b.ready, pg)
 	}
 }
 

@@ -203,8 +203,11 @@ func (l *Learner) collect(groups []policy.Group) batch {
 				ds = append(ds, at{ti, si})
 			}
 		}
+		// perTry: r (and adv) hold one value per decision, else one per
+		// trajectory.
+		perTry := l.cfg.Credit == CreditTry
 		var r []float64
-		if l.cfg.Credit == CreditTry {
+		if perTry {
 			r = make([]float64, len(ds))
 			for i, a := range ds {
 				r[i] = tryOutcome(&g.Trajectories[a.ti].Steps[a.si])
@@ -227,11 +230,11 @@ func (l *Learner) collect(groups []policy.Group) batch {
 			b.x = append(b.x, d.Features...)
 			b.off = append(b.off, start+int32(d.Options()))
 			b.chosen = append(b.chosen, start+int32(d.Chosen))
-			if l.cfg.Credit == CreditTry {
-				b.adv = append(b.adv, float32(adv[i]))
-			} else {
-				b.adv = append(b.adv, float32(adv[a.ti]))
+			ai := a.ti
+			if perTry {
+				ai = i
 			}
+			b.adv = append(b.adv, float32(adv[ai]))
 			b.old = append(b.old, s.Action.LogProb)
 		}
 	}
@@ -242,7 +245,7 @@ func (l *Learner) collect(groups []policy.Group) batch {
 // (CreditTry): 1 when every deciding test passed, ½ when it fixed some and
 // broke none, 0 otherwise and for stopping.
 func tryOutcome(s *env.Step) float64 {
-	if s.Action.Tool != env.ToolTry || s.Result.Tries == nil || len(s.Result.Tries) == 0 {
+	if s.Action.Tool != env.ToolTry || len(s.Result.Tries) == 0 {
 		return 0
 	}
 	tr := &s.Result.Tries[0]

@@ -317,7 +317,7 @@ func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Po
 	g.Greedy = true
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = name+"-eval", x.o.Concurrency, x.o.Real.EvalTries, x.o.Real.EvalTries+12
-	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
+	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
 		actors.Deps{Provider: x.prov, Harness: x.eval.h, Log: zerolog.Nop()})
 	if err != nil {
 		return heldoutPoint{}, fmt.Errorf("held-out evaluation: %w", err)

@@ -616,21 +616,14 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, t.o.EvalTries+12
 	t0 := time.Now()
-	rep, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
+	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
 		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})
 	if err != nil {
 		if ctx.Err() != nil {
-			t.log.Info().Str("policy", name).Int64("update", update).Msg("held-out evaluation cut short: the run is ending")
+			t.log.Info().Str("policy", name).Int64("update", update).Msg("held-out evaluation cut short: the run is ending; not recorded")
 			return
 		}
 		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
-		return
-	}
-	if rep.Solved.N < len(t.heldout) && ctx.Err() != nil {
-		// Interrupted part way, the rate is of whichever tasks finished
-		// first: not a point of the curve.
-		t.log.Info().Str("policy", name).Int64("update", update).Int("played", rep.Solved.N).Int("heldout", len(t.heldout)).
-			Msg("held-out evaluation cut short: the run is ending; not recorded")
 		return
 	}
 	e := metricsEvent{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, Elapsed: time.Since(t0).Seconds()}

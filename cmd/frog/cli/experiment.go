@@ -182,6 +182,8 @@ func (o *experimentOptions) validate() error {
 			return usagef("--tries %d, --eval-tries %d: want >= 1", r.Tries, r.EvalTries)
 		case r.Learner.Validate() != nil:
 			return &UsageError{Err: r.Learner.Validate()}
+		case !(r.TryCost >= 0 && r.TryCost < 1):
+			return usagef("--try-cost %v: want a share in [0, 1)", r.TryCost)
 		case r.Device != "auto" && r.Device != "cpu" && r.Device != "cuda":
 			return usagef("--device %q: want auto, cpu or cuda", r.Device)
 		}

@@ -37,8 +37,10 @@ type realOptions struct {
 	EvalTries int            `json:"eval_tries"`
 	Sandbox   sandboxOptions `json:"sandbox"`
 	Learner   neural.Config  `json:"learner"`
-	Device    string         `json:"device"`
-	TaskOpts  taskOptions    `json:"task_options"`
+	// TryCost is frog train's --try-cost (actors.Config.TryCost).
+	TryCost  float64     `json:"try_cost"`
+	Device   string      `json:"device"`
+	TaskOpts taskOptions `json:"task_options"`
 }
 
 func (r *realOptions) flags(f *pflag.FlagSet) {
@@ -48,6 +50,8 @@ func (r *realOptions) flags(f *pflag.FlagSet) {
 	f.IntVar(&r.EvalTries, "eval-tries", 10, "real: most candidates a held-out episode may try")
 	f.StringVar(&r.Device, "device", "auto", "real: tensor backend of the learners (auto, cpu or cuda)")
 	f.Float64Var(&r.Learner.LR, "lr", r.Learner.LR, "real: the learners' Adam learning rate")
+	f.Float64Var(&r.TryCost, "try-cost", defaultTryCost, "real: what GRPO takes off a rewarded rollout's return per try beyond the first, as in frog train (0: compare 0/1 rewards, as experiments made before the flag did)")
+	f.StringVar(&r.Learner.Credit, "credit", r.Learner.Credit, "real: what each decision is advantaged by, as in frog train: episode or try")
 	r.Sandbox.flags(f, "process")
 	r.TaskOpts.flags(f)
 }
@@ -237,6 +241,7 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	// all come to be answered from its cache.
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = maxRealEpisodes, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
 	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, o.Real.Tries+12, o.Refill
+	cfg.TryCost = o.Real.TryCost
 	deps := actors.Deps{
 		Provider: x.prov, Learner: learner, Source: q.Source(st), Curriculum: cur, Harness: h,
 		Log: x.log.Level(zerolog.WarnLevel), Drain: drain,

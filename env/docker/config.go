@@ -92,6 +92,14 @@ type Config struct {
 	// PoolParallel how many of them are made at once. 0 disables the pool.
 	PoolSize     int
 	PoolParallel int
+	// Reuse is how many episodes one container may serve, one after the
+	// other (1: a fresh container for every episode). Between two, the
+	// agent resets it (see Sandbox.Close): no process left, the workspace,
+	// /tmp and /dev/shm emptied, the System V IPC objects removed; all else
+	// an episode could write is read-only. A container goes back to the
+	// pool only when its episode's calls all ended, its agent answers and
+	// the pool has room; otherwise it is removed. Needs the pool.
+	Reuse int
 	// PullTimeout bounds the attempt to pull an image that is missing.
 	PullTimeout time.Duration
 	// Reap removes, when the provider starts, the containers of frog runs
@@ -110,7 +118,8 @@ const (
 // DefaultConfig is a networkless, unprivileged, read-only sandbox of frog's
 // own image with 2 GiB of memory, one CPU, 512 processes, the host's Go
 // toolchain and module cache mounted read-only, the shared build cache
-// read-only and warmed with the standard library, and a warm pool of 4.
+// read-only and warmed with the standard library, and a warm pool of 4
+// whose containers serve up to 16 episodes each, reset between them.
 func DefaultConfig() Config {
 	return Config{
 		Image:            DefaultImage,
@@ -136,6 +145,7 @@ func DefaultConfig() Config {
 		AgentGrace:       30 * time.Second,
 		PoolSize:         4,
 		PoolParallel:     2,
+		Reuse:            16,
 		PullTimeout:      10 * time.Second,
 		Reap:             true,
 	}
@@ -156,6 +166,8 @@ func (c Config) Validate() error {
 		return errors.New("docker: config: max output must be > 0")
 	case c.PoolSize < 0 || (c.PoolSize > 0 && c.PoolParallel <= 0):
 		return errors.New("docker: config: pool size must be >= 0 and pool parallelism > 0")
+	case c.Reuse < 0:
+		return fmt.Errorf("docker: config: reuse %d: want >= 0 episodes a container (0 or 1: a fresh one each)", c.Reuse)
 	case c.WorkspaceRoot != "" && !filepath.IsAbs(c.WorkspaceRoot):
 		return fmt.Errorf("docker: config: workspace root %q is not an absolute path", c.WorkspaceRoot)
 	case c.Workspaces != nil && c.WorkspaceRoot == "":

@@ -31,7 +31,15 @@
 // multi-call binary that is sh (mvdan.cc/sh), the file tools of u-root
 // (cat, ls, cp, find, …) and frog's own grep, sed, diff, env and the rest,
 // each a link to it. A warm pool per image keeps PoolSize containers started
-// ahead of demand; an episode always gets one nobody used.
+// ahead of demand. A container serves up to Config.Reuse episodes (16 by
+// default), one after the other: when an episode closes its sandbox, the
+// agent kills every process but itself, empties the workspace, /tmp and
+// /dev/shm, puts the workspace's mode back and removes the System V IPC
+// objects, and the container goes back to the pool. The rest of the
+// container is read-only to an episode, so the next one finds what a
+// fresh container holds. Reuse saves the daemon the creation and removal
+// of a container per episode (docs/sandboxes.md measures it). Config.Reuse
+// 1 gives every episode a container nobody used.
 //
 // For a real task (env.Task.Real) Open lays out the workspace: it asks
 // Config.Workspaces for the task's template, a host directory under

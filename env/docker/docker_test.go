@@ -242,6 +242,7 @@ func TestPool(t *testing.T) {
 	_, img := daemon(t)
 	cfg := testConfig(img, testRun(t))
 	cfg.PoolSize = 2
+	cfg.Reuse = 1 // a fresh container for every episode
 	p := newTestProvider(t, cfg)
 	ctx := context.Background()
 	waitIdle(t, p, 2)
@@ -266,6 +267,80 @@ func TestPool(t *testing.T) {
 	st := p.PoolStats()
 	if len(st) != 1 || st[0].WarmHits != 4 || st[0].ColdStarts != 0 {
 		t.Errorf("pool stats = %+v, want 4 warm hits and no cold start", st)
+	}
+}
+
+// TestReuse: a container serves Config.Reuse episodes, one after the
+// other, and each finds what a fresh one holds: whatever the last episode
+// wrote in the workspace, /tmp and /dev/shm is gone, also where it made
+// it unwritable, and the workspace has its mode back. A container whose
+// episode closes it during a command is not reused.
+func TestReuse(t *testing.T) {
+	_, img := daemon(t)
+	cfg := testConfig(img, testRun(t))
+	cfg.PoolSize, cfg.Reuse = 1, 3
+	p := newTestProvider(t, cfg)
+	ctx := context.Background()
+	sh := func(sb env.Sandbox, script string) string {
+		t.Helper()
+		r, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"sh", "-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(r.Stdout) + string(r.Stderr))
+	}
+	var ids []string
+	for i := range 6 {
+		waitIdle(t, p, 1)
+		sb, err := p.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: uint64(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sb.(*Sandbox).ID())
+		if got := sh(sb, "find /workspace /tmp /dev/shm | grep -v '^/tmp/.frog-gocache'; stat -c %a /workspace"); got != "/workspace\n/tmp\n/dev/shm\n755" {
+			t.Errorf("episode %d found %q; want empty directories and mode 755", i, got)
+		}
+		sh(sb, "mkdir -p /workspace/d/e && echo x > /workspace/d/e/f && chmod 0 /workspace/d/e /workspace/d && "+
+			"echo y > /tmp/y && mkdir /tmp/.frog-gocache/left && echo z > /dev/shm/z && chmod 700 /workspace")
+		if err := sb.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range ids {
+		if want := ids[i/3*3]; id != want {
+			t.Errorf("episode %d got container %.12s; want %.12s (three episodes each): %.12s", i, id, want, ids)
+		}
+	}
+	if ids[0] == ids[3] {
+		t.Errorf("a container served six episodes, past Reuse 3")
+	}
+	if st := p.PoolStats(); len(st) != 1 || st[0].Reused != 4 {
+		t.Errorf("pool stats = %+v; want 4 reused", st)
+	}
+
+	// Closed during a command: the container goes.
+	waitIdle(t, p, 1)
+	sb, err := p.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := sb.(*Sandbox).ID()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sb.Exec(ctx, env.ExecOptions{Cmd: []string{"sleep", "30"}})
+	}()
+	time.Sleep(300 * time.Millisecond)
+	sb.Close(ctx)
+	<-done
+	waitIdle(t, p, 1)
+	next, err := p.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close(ctx)
+	if next.(*Sandbox).ID() == busy {
+		t.Errorf("a container closed during a command was reused")
 	}
 }
 

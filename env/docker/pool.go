@@ -20,10 +20,14 @@ type pool struct {
 	mu       sync.Mutex
 	idle     []*Sandbox
 	creating int
-	failures int // consecutive
+	// returning counts the containers out with episodes that will come
+	// back to the pool, reset, when their episodes end (Config.Reuse): the
+	// filler makes new ones only for the rest of the target.
+	returning int
+	failures  int // consecutive
 
-	created, failed, warmHits, coldStarts, discarded atomic.Int64
-	seq                                              atomic.Int64
+	created, failed, warmHits, coldStarts, discarded, reused atomic.Int64
+	seq                                                      atomic.Int64
 }
 
 // PoolStats describes one image's warm pool.
@@ -40,6 +44,9 @@ type PoolStats struct {
 	WarmHits   int64 `json:"warm_hits"`
 	ColdStarts int64 `json:"cold_starts"`
 	Discarded  int64 `json:"discarded"`
+	// Reused counts the containers reset and put back after an episode
+	// (Config.Reuse).
+	Reused int64 `json:"reused"`
 }
 
 // PoolStats reports every warm pool of the provider.
@@ -57,6 +64,7 @@ func (p *Provider) PoolStats() []PoolStats {
 		pl.mu.Unlock()
 		st.Created, st.Failed = pl.created.Load(), pl.failed.Load()
 		st.WarmHits, st.ColdStarts, st.Discarded = pl.warmHits.Load(), pl.coldStarts.Load(), pl.discarded.Load()
+		st.Reused = pl.reused.Load()
 		out = append(out, st)
 	}
 	return out
@@ -100,9 +108,18 @@ func (pl *pool) take() *Sandbox {
 		}
 		s := pl.idle[0]
 		pl.idle = pl.idle[1:]
+		// Counted before the filler looks: it makes no container for one
+		// that will come back.
+		pl.lendLocked(s)
 		pl.mu.Unlock()
 		select {
 		case <-s.conn.dead:
+			if s.lent != nil {
+				s.lent = nil
+				pl.mu.Lock()
+				pl.returning--
+				pl.mu.Unlock()
+			}
 			pl.discarded.Add(1)
 			s.closed.Store(true)
 			pl.p.remove(context.Background(), s.id)
@@ -112,6 +129,55 @@ func (pl *pool) take() *Sandbox {
 		pl.warmHits.Add(1)
 		return s
 	}
+}
+
+// wants says whether the pool has room for another idle container.
+func (pl *pool) wants() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.idle) < pl.target
+}
+
+// lend counts s as out with an episode, to come back when it ends, if
+// Config.Reuse lets it serve another one.
+func (pl *pool) lend(s *Sandbox) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.lendLocked(s)
+}
+
+func (pl *pool) lendLocked(s *Sandbox) {
+	if s.uses < pl.p.cfg.Reuse {
+		pl.returning++
+		s.lent = pl
+	}
+}
+
+// back undoes lend when s's episode ends, whether s comes back or not,
+// and has the filler make up for one that did not.
+func (pl *pool) back() {
+	pl.mu.Lock()
+	pl.returning--
+	pl.mu.Unlock()
+	pl.kick()
+}
+
+// put adds a reset container to the idle ones, unless the provider is
+// closing or the pool is full; it says whether it did.
+func (pl *pool) put(s *Sandbox) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	select {
+	case <-pl.p.done:
+		return false
+	default:
+	}
+	if len(pl.idle) >= pl.target {
+		return false
+	}
+	pl.idle = append(pl.idle, s)
+	pl.reused.Add(1)
+	return true
 }
 
 // drain hands back the idle containers (for the provider's Close).
@@ -138,7 +204,7 @@ func (pl *pool) run() {
 		}
 		for {
 			pl.mu.Lock()
-			if pl.target-len(pl.idle)-pl.creating <= 0 {
+			if pl.target-len(pl.idle)-pl.creating-pl.returning <= 0 {
 				pl.mu.Unlock()
 				break
 			}

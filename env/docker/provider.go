@@ -98,8 +98,9 @@ func newProvider(ctx context.Context, api dockerAPI, cfg Config, log zerolog.Log
 	return p, nil
 }
 
-// Open returns a started container with a ready agent: a fresh one from the
-// warm pool when there is one, else one started now. A pooled container is
+// Open returns a started container with a ready agent: an idle one from the
+// warm pool when there is one (new, or reset after an earlier episode: see
+// Config.Reuse), else one started now. A pooled container is
 // renamed after its episode (its frog.episode label says "pool").
 //
 // For a real task (opts.Task.Real()) Open first asks Config.Workspaces for
@@ -161,6 +162,9 @@ func (p *Provider) acquire(ctx context.Context, opts env.OpenOptions) (*Sandbox,
 		return nil, err
 	}
 	p.adopt(s)
+	if pl != nil {
+		pl.lend(s)
+	}
 	return s, nil
 }
 
@@ -258,7 +262,7 @@ func (p *Provider) create(ctx context.Context, img, run, episode, attempt, name 
 		}
 		return fail("hello", err)
 	}
-	return &Sandbox{p: p, id: id, name: name, conn: conn}, nil
+	return &Sandbox{p: p, id: id, name: name, conn: conn, uses: 1}, nil
 }
 
 func (p *Provider) containerConfig(img, run, episode, attempt string) (*container.Config, *container.HostConfig) {

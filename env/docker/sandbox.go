@@ -29,6 +29,11 @@ type Sandbox struct {
 	ops    sync.Mutex
 	closed atomic.Bool
 	laid   Layout // what Open laid out, before the episode had it
+	// uses counts the episodes the container has served, this one
+	// included (Config.Reuse); lent is the pool it is to go back to (nil:
+	// none).
+	uses int
+	lent *pool
 }
 
 var (
@@ -179,17 +184,57 @@ func (s *Sandbox) diagnose(ctx context.Context) string {
 	return b.String()
 }
 
-// Close force-removes the container. It is idempotent, and it works on a
-// cancelled ctx: removal runs under a detached context bounded by the
-// configured CloseTimeout.
+// Close ends the episode's hold on the container: it goes back to the warm
+// pool, reset, when Config.Reuse allows (see recycle), and is
+// force-removed otherwise. Either way this Sandbox is done: its calls fail
+// with env.ErrClosed. Close is idempotent, and it works on a cancelled
+// ctx: the reset and the removal run under a detached context bounded by
+// the configured CloseTimeout.
 func (s *Sandbox) Close(ctx context.Context) error {
 	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if pl := s.lent; pl != nil {
+		defer pl.back()
+	}
+	if s.recycle(ctx) {
+		s.p.release(s)
 		return nil
 	}
 	s.conn.close()
 	err := s.p.remove(ctx, s.id)
 	s.p.release(s)
 	return err
+}
+
+// recycle resets the container and hands it to the pool for another
+// episode, as a new Sandbox, and says whether it did. It does not when the
+// container has served Config.Reuse episodes, a call of this one is still
+// running (Close came during it), the agent died or failed to reset, the
+// pool is full or the provider is closing.
+func (s *Sandbox) recycle(ctx context.Context) bool {
+	p := s.p
+	pl := s.lent
+	if pl == nil || !pl.wants() || !s.ops.TryLock() {
+		return false
+	}
+	defer s.ops.Unlock()
+	select {
+	case <-s.conn.dead:
+		return false
+	default:
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CloseTimeout)
+	defer cancel()
+	resp, err := s.conn.call(rctx, &request{Op: "reset"}, p.cfg.CloseTimeout)
+	if err != nil || resp.Err != "" {
+		if err == nil {
+			err = errors.New(resp.Err)
+		}
+		p.log.Debug().Err(err).Str("container", s.name).Msg("reset for reuse failed; removing the container")
+		return false
+	}
+	return pl.put(&Sandbox{p: p, id: s.id, name: s.name, conn: s.conn, uses: s.uses + 1})
 }
 
 func checkPath(name string) error {

@@ -27,12 +27,15 @@ type sandboxOptions struct {
 	Kind  string `json:"kind"`
 	Image string `json:"image,omitempty"`
 	Pool  int    `json:"pool"`
+	// Reuse is docker.Config.Reuse; 0 keeps its default.
+	Reuse int `json:"reuse,omitempty"`
 }
 
 func (s *sandboxOptions) flags(f *pflag.FlagSet, def string) {
 	f.StringVar(&s.Kind, "sandbox", def, "sandbox backend: sim, docker, process, or auto (docker when a daemon answers, else process with a warning)")
 	f.StringVar(&s.Image, "image", "", "sandbox image for --sandbox docker (default frog-sandbox:<version>, built if missing)")
 	f.IntVar(&s.Pool, "pool", 8, "warm containers kept started ahead of demand (docker)")
+	f.IntVar(&s.Reuse, "reuse", 0, fmt.Sprintf("episodes one container serves, one after the other, reset between them: no process left, workspace, /tmp and /dev/shm emptied (docker; 0: the default, %d; 1: a fresh container for each episode)", docker.DefaultConfig().Reuse))
 }
 
 func (s *sandboxOptions) validate() error {
@@ -41,6 +44,9 @@ func (s *sandboxOptions) validate() error {
 	}
 	if s.Pool < 0 {
 		return usagef("--pool %d: want >= 0", s.Pool)
+	}
+	if s.Reuse < 0 {
+		return usagef("--reuse %d: want >= 0 episodes a container", s.Reuse)
 	}
 	return nil
 }
@@ -106,6 +112,9 @@ func openDocker(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (env.
 		cfg.Workspaces, cfg.WorkspaceRoot = spec.Workspaces, spec.Workspaces.Root()
 	}
 	cfg.PoolSize = min(spec.Pool, spec.Concurrency)
+	if spec.Reuse > 0 {
+		cfg.Reuse = spec.Reuse
+	}
 	if spec.Image != "" {
 		cfg.Image = spec.Image
 	} else {

@@ -22,7 +22,7 @@ import (
 )
 
 // version is bumped when the protocol changes.
-const version = "2"
+const version = "3"
 
 const maxFrame = 256 << 20
 
@@ -66,7 +66,8 @@ type response struct {
 type agent struct {
 	root    *os.Root
 	dir     string
-	tasks   string // where tasks' templates are mounted ("": none)
+	dirMode os.FileMode // the workspace's mode at the start, which reset puts back
+	tasks   string      // where tasks' templates are mounted ("": none)
 	cache   cacheLayers
 	out     *bufio.Writer
 	outMu   sync.Mutex
@@ -93,12 +94,17 @@ func agentMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
 		return 1
 	}
+	st, err := os.Stat(*dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+		return 1
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
 		return 1
 	}
-	a := &agent{root: root, dir: *dir, tasks: *tasks, cache: cacheLayers{parent: *layers, shared: *shared, self: self},
+	a := &agent{root: root, dir: *dir, dirMode: st.Mode().Perm(), tasks: *tasks, cache: cacheLayers{parent: *layers, shared: *shared, self: self},
 		out: bufio.NewWriterSize(os.Stdout, 64<<10), running: map[uint64]chan struct{}{}}
 	a.send(&response{ID: 0, Op: "hello", Version: version})
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
@@ -132,6 +138,8 @@ func agentMain(args []string) int {
 			a.send(a.remove(&req))
 		case "layout":
 			a.send(a.layout(&req))
+		case "reset":
+			a.send(a.reset(&req))
 		default:
 			a.send(&response{ID: req.ID, Err: fmt.Sprintf("unknown op %q", req.Op), ErrKind: "proto"})
 		}

@@ -105,6 +105,9 @@ func (o *evalOptions) validate() error {
 	case o.Limit < 0 || o.Sample < 0:
 		return usagef("--limit and --sample: want >= 0")
 	}
+	if err := o.Sandbox.checkCounts(); err != nil {
+		return err
+	}
 	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
 		return err
 	}

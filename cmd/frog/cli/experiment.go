@@ -187,6 +187,9 @@ func (o *experimentOptions) validate() error {
 		case r.Device != "auto" && r.Device != "cpu" && r.Device != "cuda":
 			return usagef("--device %q: want auto, cpu or cuda", r.Device)
 		}
+		if err := r.Sandbox.checkCounts(); err != nil {
+			return err
+		}
 		if err := checkSandbox(r.Sandbox.Kind, "docker", "process", "auto"); err != nil {
 			return err
 		}

@@ -42,6 +42,11 @@ func (s *sandboxOptions) validate() error {
 	if err := checkSandbox(s.Kind, "sim", "docker", "process", "auto"); err != nil {
 		return err
 	}
+	return s.checkCounts()
+}
+
+// checkCounts is the usage error for a negative --pool or --reuse.
+func (s *sandboxOptions) checkCounts() error {
 	if s.Pool < 0 {
 		return usagef("--pool %d: want >= 0", s.Pool)
 	}

@@ -200,6 +200,9 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	if err := o.Learner.Validate(); err != nil {
 		return &UsageError{Err: err}
 	}
+	if err := o.Sandbox.checkCounts(); err != nil {
+		return err
+	}
 	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
 		return err
 	}

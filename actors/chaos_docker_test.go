@@ -39,6 +39,10 @@ func TestChaosDocker(t *testing.T) {
 	run := dockertest.RunName(t)
 	dcfg := docker.DefaultConfig()
 	dcfg.Run, dcfg.PoolSize = run, 8
+	// A container per attempt: the killer picks its victims among the
+	// containers as they appear, one attempt each (env/docker's TestReuse
+	// covers containers that serve several episodes).
+	dcfg.Reuse = 1
 	prov := dockertest.Provider(t, dcfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

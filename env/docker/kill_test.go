@@ -31,6 +31,9 @@ func holdSandboxes(run string) error {
 	}
 	cfg := testConfig(img, run)
 	cfg.Reap = false
+	// Two sandboxes out and a full pool besides: with reuse the pool would
+	// count the two as coming back and make none for them.
+	cfg.Reuse = 1
 	p, err := New(ctx, cli, cfg, zerolog.Nop())
 	if err != nil {
 		return err

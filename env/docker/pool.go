@@ -116,9 +116,7 @@ func (pl *pool) take() *Sandbox {
 		case <-s.conn.dead:
 			if s.lent != nil {
 				s.lent = nil
-				pl.mu.Lock()
-				pl.returning--
-				pl.mu.Unlock()
+				pl.unlend() // the deferred kick makes up for it
 			}
 			pl.discarded.Add(1)
 			s.closed.Store(true)
@@ -156,10 +154,14 @@ func (pl *pool) lendLocked(s *Sandbox) {
 // back undoes lend when s's episode ends, whether s comes back or not,
 // and has the filler make up for one that did not.
 func (pl *pool) back() {
+	pl.unlend()
+	pl.kick()
+}
+
+func (pl *pool) unlend() {
 	pl.mu.Lock()
 	pl.returning--
 	pl.mu.Unlock()
-	pl.kick()
 }
 
 // put adds a reset container to the idle ones, unless the provider is

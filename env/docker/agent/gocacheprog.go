@@ -82,13 +82,19 @@ func (c cacheLayers) remove(layer string) {
 	if layer == "" {
 		return
 	}
-	filepath.WalkDir(layer, func(p string, d fs.DirEntry, err error) error {
+	removeAll(layer)
+}
+
+// removeAll is os.RemoveAll, also where a command made directories of p
+// unwritable.
+func removeAll(p string) error {
+	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
+			os.Chmod(q, 0o700)
 		}
 		return nil
 	})
-	os.RemoveAll(layer)
+	return os.RemoveAll(p)
 }
 
 // The GOCACHEPROG protocol (cmd/go/internal/cacheprog): JSON requests, one

@@ -17,8 +17,8 @@ import (
 // container's IPC namespace removed. Everything else an episode could write
 // is read-only (the root file system, the toolchain, the module cache, the
 // shared build cache, the task templates). It waits for a running command
-// to end (the provider cancels it first). The response counts what it
-// removed; an error means the container must not be used again.
+// to end (the provider cancels it first). The response counts the
+// entries it removed; an error means the container must not be used again.
 func (a *agent) reset(req *request) *response {
 	a.execMu.Lock()
 	defer a.execMu.Unlock()
@@ -45,12 +45,9 @@ func (a *agent) reset(req *request) *response {
 		resp.Err, resp.ErrKind = err.Error(), "reset"
 		return resp
 	}
-	n, err := removeSysVIPC()
-	if err != nil {
+	if err := removeSysVIPC(); err != nil {
 		resp.Err, resp.ErrKind = err.Error(), "reset"
-		return resp
 	}
-	resp.Links = n // the IPC objects removed
 	return resp
 }
 
@@ -66,16 +63,7 @@ func empty(dir string) (int, error) {
 		return 0, err
 	}
 	for _, e := range ents {
-		p := filepath.Join(dir, e.Name())
-		if e.IsDir() {
-			filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
-				if err == nil && d.IsDir() {
-					os.Chmod(q, 0o700)
-				}
-				return nil
-			})
-		}
-		if err := os.RemoveAll(p); err != nil {
+		if err := removeAll(filepath.Join(dir, e.Name())); err != nil {
 			return 0, fmt.Errorf("empty %s: %w", dir, err)
 		}
 	}
@@ -87,10 +75,9 @@ func empty(dir string) (int, error) {
 
 // removeSysVIPC removes every System V shared memory segment, message
 // queue and semaphore set of the container's IPC namespace, as listed in
-// /proc/sysvipc, and says how many. The agent runs as the user every
-// command runs as, so it owns them all.
-func removeSysVIPC() (int, error) {
-	n := 0
+// /proc/sysvipc. The agent runs as the user every command runs as, so it
+// owns them all.
+func removeSysVIPC() error {
 	for _, k := range []struct {
 		file string
 		ctl  uintptr
@@ -100,7 +87,7 @@ func removeSysVIPC() (int, error) {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return err
 		}
 		sc := bufio.NewScanner(f)
 		sc.Scan() // the header
@@ -122,11 +109,10 @@ func removeSysVIPC() (int, error) {
 			}
 			if errno != 0 && errno != syscall.EINVAL && errno != syscall.EIDRM {
 				f.Close()
-				return n, fmt.Errorf("remove System V %s %d: %w", k.file, id, errno)
+				return fmt.Errorf("remove System V %s %d: %w", k.file, id, errno)
 			}
-			n++
 		}
 		f.Close()
 	}
-	return n, nil
+	return nil
 }

@@ -330,7 +330,9 @@ func TestReuse(t *testing.T) {
 		defer close(done)
 		sb.Exec(ctx, env.ExecOptions{Cmd: []string{"sleep", "30"}})
 	}()
-	time.Sleep(300 * time.Millisecond)
+	for s := sb.(*Sandbox); s.ops.TryLock(); time.Sleep(time.Millisecond) {
+		s.ops.Unlock() // the command has not started yet
+	}
 	sb.Close(ctx)
 	<-done
 	waitIdle(t, p, 1)

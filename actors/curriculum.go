@@ -172,6 +172,6 @@ func (c *curriculum) serve(ctx actor.Context) {
 		}
 		c.outstanding = true
 		c.lastReq = c.cur.Request()
-		ctx.Send(c.synth, &SynthRequest{K: max(need, c.refill), Difficulty: c.lastReq.Difficulty, Knobs: c.lastReq.Knobs, ReplyTo: ctx.Self()})
+		ctx.Send(c.synth, &SynthRequest{K: max(need, c.refill), Difficulty: c.lastReq.Difficulty, Knobs: c.lastReq.Knobs, Base: c.lastReq.Base, ReplyTo: ctx.Self()})
 	}
 }

@@ -51,7 +51,10 @@ type SynthRequest struct {
 	K          int
 	Difficulty float64
 	Knobs      *synth.Knobs
-	ReplyTo    *actor.PID
+	// Base, when set and the source is a synth.Compounder, asks for Base
+	// made harder by one more mutation; the rest of K as without it.
+	Base    *env.Task
+	ReplyTo *actor.PID
 }
 
 // SynthTasks answers SynthRequest. Err is set when the source failed; Tasks

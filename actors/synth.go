@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,10 +14,18 @@ import (
 // SynthStats is the synthesizer's part of a summary.
 type SynthStats struct {
 	Requests int64 `json:"requests"`
-	// Steered are the requests answered by a steerable source's TasksFor.
-	Steered int64 `json:"steered"`
-	Tasks   int64 `json:"tasks"`
-	Errors  int64 `json:"errors"`
+	// Steered are the requests answered by a steerable source's TasksFor;
+	// SteeredTasks the tasks they brought, SteeredMatched those in the bin
+	// asked for (every knob asked for matched).
+	Steered        int64 `json:"steered"`
+	SteeredTasks   int64 `json:"steered_tasks"`
+	SteeredMatched int64 `json:"steered_matched"`
+	// Compound are the requests for a compound task answered by a
+	// synth.Compounder; CompoundTasks the compound tasks they made.
+	Compound      int64 `json:"compound,omitempty"`
+	CompoundTasks int64 `json:"compound_tasks,omitempty"`
+	Tasks         int64 `json:"tasks"`
+	Errors        int64 `json:"errors"`
 	// Yield is the tasks made per bin (synth.Knobs key).
 	Yield map[string]int64 `json:"yield,omitempty"`
 }
@@ -43,8 +52,9 @@ type synthesizer struct {
 // counts it before passing it on: the requester never sees tasks that the
 // synthesizer's stats do not yet include.
 type synthFinished struct {
-	req *SynthRequest
-	res *SynthTasks
+	req       *SynthRequest
+	res       *SynthTasks
+	compounds int // of res.Tasks, the first compounds are compound tasks
 }
 
 func (s *synthesizer) Receive(ctx actor.Context) {
@@ -61,6 +71,17 @@ func (s *synthesizer) Receive(ctx actor.Context) {
 	case *synthFinished:
 		s.inflight--
 		s.st.Tasks += int64(len(m.res.Tasks))
+		s.st.CompoundTasks += int64(m.compounds)
+		if k := m.req.Knobs; k != nil && *k != (synth.Knobs{}) {
+			if _, ok := s.src.(synth.Steerable); ok {
+				for i := m.compounds; i < len(m.res.Tasks); i++ {
+					s.st.SteeredTasks++
+					if k.Matches(synth.BinOf(&m.res.Tasks[i])) {
+						s.st.SteeredMatched++
+					}
+				}
+			}
+		}
 		for i := range m.res.Tasks {
 			if s.st.Yield == nil {
 				s.st.Yield = make(map[string]int64)
@@ -97,16 +118,31 @@ func (s *synthesizer) launch(ctx actor.Context, m *SynthRequest) {
 	if ok = ok && m.Knobs != nil; ok {
 		s.st.Steered++
 	}
+	comp, compound := src.(synth.Compounder)
+	if compound = compound && m.Base != nil; compound {
+		s.st.Compound++
+	}
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
 		var tasks []env.Task
-		var err error
-		if ok {
-			tasks, err = steer.TasksFor(sctx, m.K, *m.Knobs)
-		} else {
-			tasks, err = src.Tasks(sctx, m.K, m.Difficulty)
+		var cerr, err error
+		if compound {
+			// A compound that fails (its base's package gone from the
+			// source, say) is reported; the rest of K is made as usual.
+			tasks, cerr = comp.Compound(sctx, m.K, *m.Base)
 		}
-		root.Send(self, &synthFinished{req: m, res: &SynthTasks{Tasks: tasks, Err: err}})
+		compounds := len(tasks)
+		if k := m.K - len(tasks); k > 0 && sctx.Err() == nil {
+			var more []env.Task
+			if ok {
+				more, err = steer.TasksFor(sctx, k, *m.Knobs)
+			} else {
+				more, err = src.Tasks(sctx, k, m.Difficulty)
+			}
+			tasks = append(tasks, more...)
+		}
+		err = errors.Join(cerr, err)
+		root.Send(self, &synthFinished{req: m, res: &SynthTasks{Tasks: tasks, Err: err}, compounds: compounds})
 	}()
 }

@@ -126,8 +126,8 @@ func RecordBin(r *TaskRecord) Knobs {
 
 // BinOf is the difficulty bin of a task: the one its synthesizer recorded
 // (env.Task.Bin), else what its mutations say. The family of a task of
-// several mutations is that of its hardest (the families ranked as in
-// source.Difficulty: token, guard, stmt); a task with no mutation record
+// several mutations is that of its hardest (token, structural, idiom;
+// the simulation's token, guard, stmt); a task with no mutation record
 // and no bin is in the bin of its module alone.
 func BinOf(t *env.Task) Knobs {
 	if t.Bin != "" {
@@ -135,14 +135,23 @@ func BinOf(t *env.Task) Knobs {
 			return k
 		}
 	}
-	k := Knobs{Module: t.Repo}
-	if len(t.Mutations) == 0 {
+	return MutationKnobs(t.Repo, t.Mutations)
+}
+
+// MutationKnobs is the bin that mutations muts of module repo make, with
+// no rank (a rank is known only once the tests have run): BinOf of a task
+// with no recorded bin. The synthesizer steers what it tries by it.
+func MutationKnobs(repo string, muts []env.Mutation) Knobs {
+	k := Knobs{Module: repo}
+	if len(muts) == 0 {
 		return k
 	}
-	k.K = len(t.Mutations)
-	rank := map[string]int{"token": 1, "guard": 2, "stmt": 3}
+	k.K = len(muts)
+	// The families from easiest to hardest: real mutations' (mutate's
+	// token, structural, idiom) and the simulation's (token, guard, stmt).
+	rank := map[string]int{"token": 1, "structural": 2, "guard": 2, "idiom": 3, "stmt": 3}
 	files, funcs := map[string]bool{}, map[string]bool{}
-	for _, m := range t.Mutations {
+	for _, m := range muts {
 		if rank[m.Family] >= rank[k.Family] {
 			k.Family = m.Family
 		}

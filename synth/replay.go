@@ -68,7 +68,23 @@ type ReplayConfig struct {
 	EasyAbove    float64 `json:"easy_above"`
 	HardBelow    float64 `json:"hard_below"`
 	Seed         uint64  `json:"seed"`
+	// Compound is the share of frontier's synthesis requests that ask a
+	// Compounder source for a compound task: a buffered task that the
+	// policy solves more often than not, with the highest expected
+	// learnability, made harder by one more mutation (at most
+	// MaxCompoundK mutations, and MaxCompounds requests per base). 0: none.
+	Compound float64 `json:"compound,omitempty"`
 }
+
+// MaxCompoundK is the most mutations a compound task is made with;
+// MaxCompounds the most compound requests made of one base task.
+const (
+	MaxCompoundK = 3
+	MaxCompounds = 2
+)
+
+// compoundKey is the request key (reqOf) of the tasks of compound requests.
+const compoundKey = "compound"
 
 // DefaultReplayConfig is the frontier curriculum `frog train` and `frog
 // sim` run by default.
@@ -106,9 +122,16 @@ type FrontierStats struct {
 	// fifths [0, 0.2), …, [0.8, 1].
 	MeanHistogram [5]int `json:"mean_histogram"`
 	// Requests counts synthesis requests; Steered those that named a bin.
-	Requests int64       `json:"synth_requests"`
-	Steered  int64       `json:"synth_steered"`
-	Bins     []BinReport `json:"bins,omitempty"`
+	Requests int64 `json:"synth_requests"`
+	Steered  int64 `json:"synth_steered"`
+	// Compounds counts the compound requests; CompoundTasks the compound
+	// tasks they brought; CompoundTried and CompoundPassed the outcomes of
+	// those tasks' first groups.
+	Compounds      int64       `json:"compound_requests,omitempty"`
+	CompoundTasks  int64       `json:"compound_tasks,omitempty"`
+	CompoundTried  int64       `json:"compound_tried,omitempty"`
+	CompoundPassed int64       `json:"compound_passed,omitempty"`
+	Bins           []BinReport `json:"bins,omitempty"`
 }
 
 // BinReport is one bin's line of FrontierStats.
@@ -138,6 +161,8 @@ type entry struct {
 	// the latest): served − groups are in flight.
 	groups    int64
 	lastGroup uint64
+	// compounded counts the compound requests made of it.
+	compounded int
 }
 
 // lostAfter is how many plans after its last serve a task whose group is
@@ -193,6 +218,8 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		return nil, fmt.Errorf("fresh share %v: want a share in [0, 1]", cfg.FreshShare)
 	case !(cfg.Explore >= 0 && cfg.Explore <= 1):
 		return nil, fmt.Errorf("explore share %v: want a share in [0, 1]", cfg.Explore)
+	case !(cfg.Compound >= 0 && cfg.Compound <= 1):
+		return nil, fmt.Errorf("compound share %v: want a share in [0, 1]", cfg.Compound)
 	case cfg.UpdateGroups < 1:
 		return nil, fmt.Errorf("update groups %d: want >= 1", cfg.UpdateGroups)
 	case cfg.Capacity < 1 || cfg.FixedSet < 1:
@@ -440,6 +467,14 @@ func (r *Replay) Request() Request {
 		return Request{Difficulty: r.cfg.Difficulty, Knobs: &Knobs{}}
 	}
 	req := Request{Difficulty: r.target.Difficulty(), Knobs: &Knobs{}}
+	if r.cfg.Compound > 0 && r.rng.Float64() < r.cfg.Compound {
+		if e := r.compoundBase(); e != nil {
+			e.compounded++
+			r.st.Compounds++
+			req.Base = e.t
+			return req
+		}
+	}
 	bins := r.est.Bins()
 	if len(bins) == 0 || r.rng.Float64() < r.cfg.Explore {
 		return req
@@ -456,6 +491,26 @@ func (r *Replay) Request() Request {
 	k := cands[best].k
 	req.Knobs = &k
 	return req
+}
+
+// compoundBase is the task a compound request is made of: among the
+// buffered tasks tried and not retired, of fewer than MaxCompoundK
+// mutations and compounded fewer than MaxCompounds times, whose posterior
+// mean is at least one half (one more bug moves it toward the middle),
+// the one of highest expected learnability; nil when there is none.
+func (r *Replay) compoundBase() *entry {
+	var best *entry
+	bestS := math.Inf(-1)
+	for _, e := range r.buf {
+		if e.retired || e.compounded >= MaxCompounds || len(e.t.Mutations) == 0 || len(e.t.Mutations) >= MaxCompoundK ||
+			r.est.Tries(e.t.ID) == 0 || r.est.Mean(e.t.ID, e.bin) < 0.5 {
+			continue
+		}
+		if s := r.est.Score(e.t.ID, e.bin); s > bestS {
+			best, bestS = e, s
+		}
+	}
+	return best
 }
 
 // steerCandidate is a bin, or one knob alone, that a request may name.
@@ -525,6 +580,13 @@ func (r *Replay) observeRequest(id string, reward float64) {
 	if !ok {
 		return
 	}
+	if k == compoundKey {
+		r.st.CompoundTried++
+		if reward > 0 {
+			r.st.CompoundPassed++
+		}
+		return
+	}
 	ev := r.reqEv[k]
 	if ev == nil {
 		ev = new(evidence)
@@ -565,7 +627,11 @@ func (r *Replay) Synthesized(req Request, tasks []env.Task) {
 	}
 	for i := range tasks {
 		r.yield[BinOf(&tasks[i]).Key()]++
-		if req.Knobs != nil && r.cfg.Strategy == StrategyFrontier {
+		switch {
+		case req.Base != nil && CompoundOf(&tasks[i], req.Base):
+			r.st.CompoundTasks++
+			r.reqOf[tasks[i].ID] = compoundKey
+		case req.Knobs != nil && r.cfg.Strategy == StrategyFrontier:
 			r.reqOf[tasks[i].ID] = req.Knobs.Key()
 		}
 	}

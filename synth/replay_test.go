@@ -273,3 +273,60 @@ func TestEvictionForgets(t *testing.T) {
 		t.Errorf("buffer %d, evicted %d, estimate holds %d tasks; want 3, 7 and no more than the buffer", st.Buffer, st.Evicted, r.Estimate().Tasks())
 	}
 }
+
+// Compound requests name the buffered task of highest expected
+// learnability among those solved more often than not and of fewer than
+// MaxCompoundK mutations, at most MaxCompounds times each; the tasks they
+// bring are counted, and so are their first groups' outcomes.
+func TestCompoundRequests(t *testing.T) {
+	r := newReplay(t, func(c *ReplayConfig) { c.Compound = 1 })
+	mut := func(n int) []env.Mutation {
+		ms := make([]env.Mutation, n)
+		for i := range ms {
+			ms[i] = env.Mutation{File: "a.go", Op: "op", Edits: []env.Edit{{Offset: 10 * i, Old: "x", New: "y"}}}
+		}
+		return ms
+	}
+	task := func(id string, k int, rewards ...float64) *env.Task {
+		tk := &env.Task{ID: id, Repo: "m", Package: "m/p", Bin: "token/1/single/m", Mutations: mut(k)}
+		r.Admit([]*env.Task{tk})
+		for _, rew := range rewards {
+			r.Observe(tk, rew, 1)
+		}
+		return tk
+	}
+	task("hopeless", 1, 0, 0, 0, 0)
+	task("three", 3, 1, 1, 1, 0)
+	task("easy", 1, 1, 1, 1, 1, 1, 1, 1, 1)
+	best := task("best", 1, 1, 1, 1, 0)
+
+	var bases []string
+	for range 2*MaxCompounds + 1 {
+		req := r.Request()
+		if req.Base == nil {
+			bases = append(bases, "")
+			continue
+		}
+		bases = append(bases, req.Base.ID)
+	}
+	want := []string{"best", "best", "easy", "easy", ""}
+	if fmt.Sprint(bases) != fmt.Sprint(want) {
+		t.Errorf("compound bases %q, want %q", bases, want)
+	}
+
+	compound := env.Task{ID: "best+1", Repo: "m", Package: "m/p", Bin: "token/2/func/m", Mutations: append(mut(1), env.Mutation{File: "a.go", Op: "other", Edits: []env.Edit{{Offset: 99, Old: "a", New: "b"}}})}
+	other := env.Task{ID: "other", Repo: "m", Package: "m/q", Bin: "token/2/func/m", Mutations: mut(2)} // another package
+	r.Synthesized(Request{Base: best, Knobs: &Knobs{}}, []env.Task{compound, other})
+	r.Admit([]*env.Task{&compound, &other})
+	r.Observe(&compound, 1, 2)
+	r.Observe(&compound, 0, 2)
+	st := r.Stats().Frontier
+	if st.Compounds != 2*MaxCompounds || st.CompoundTasks != 1 || st.CompoundTried != 2 || st.CompoundPassed != 1 {
+		t.Errorf("compound stats: %d requests, %d tasks, %d of %d passed; want %d, 1, 1 of 2",
+			st.Compounds, st.CompoundTasks, st.CompoundPassed, st.CompoundTried, 2*MaxCompounds)
+	}
+
+	if _, err := NewReplay(func() ReplayConfig { c := DefaultReplayConfig(); c.Compound = 1.5; return c }()); err == nil {
+		t.Error("compound share 1.5: no error")
+	}
+}

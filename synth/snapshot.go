@@ -247,6 +247,7 @@ type entryState struct {
 	FirstGroup uint64   `json:"first_group"`
 	Groups     int64    `json:"groups"`
 	LastGroup  uint64   `json:"last_group"`
+	Compounded int      `json:"compounded,omitempty"`
 }
 
 type evidenceState struct {
@@ -307,7 +308,7 @@ func (r *Replay) Snapshot() ([]byte, error) {
 	}
 	for i, e := range r.buf {
 		s.Buffer[i] = entryState{Task: *e.t, Bin: e.bin, Last: e.last, Served: e.served, Retired: e.retired,
-			Seen: e.seen, FirstGroup: e.firstGroup, Groups: e.groups, LastGroup: e.lastGroup}
+			Seen: e.seen, FirstGroup: e.firstGroup, Groups: e.groups, LastGroup: e.lastGroup, Compounded: e.compounded}
 	}
 	return snapshotOf("replay", s)
 }
@@ -395,12 +396,12 @@ func (r *Replay) restored(s replayState) (*Replay, error) {
 		if es.Task.ID == "" || n.byID[es.Task.ID] != nil {
 			return nil, fmt.Errorf("buffer entry %d: task id %q empty or repeated", i, es.Task.ID)
 		}
-		if es.Served < 0 || es.Groups < 0 || es.Last > s.Tick {
+		if es.Served < 0 || es.Groups < 0 || es.Compounded < 0 || es.Last > s.Tick {
 			return nil, fmt.Errorf("buffer entry %d (task %q): served %d, groups %d, last plan %d of %d", i, es.Task.ID, es.Served, es.Groups, es.Last, s.Tick)
 		}
 		task := es.Task
 		e := &entry{t: &task, bin: es.Bin, last: es.Last, served: es.Served, retired: es.Retired, seen: es.Seen,
-			firstGroup: es.FirstGroup, groups: es.Groups, lastGroup: es.LastGroup}
+			firstGroup: es.FirstGroup, groups: es.Groups, lastGroup: es.LastGroup, compounded: es.Compounded}
 		n.buf = append(n.buf, e)
 		n.byID[task.ID] = e
 	}

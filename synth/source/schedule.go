@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/validate"
 )
 
@@ -27,6 +28,15 @@ import (
 // first chunk. Chunks grow with the work done (chunkSize): the first are
 // small, so that the first tasks come from many modules; later ones are
 // big, so that one schema build serves hundreds of mutants.
+//
+// Steering (TasksFor) bends these rules toward a bin: while steer is set,
+// the packages that can offer its knobs (its module's; a package not yet
+// prepared, or one whose mutants to hand out include some of its family,
+// k and locality, or whose caught mutants can be combined into them) are
+// picked by the same fair rule among themselves, before any other; and a
+// chunk takes the matching mutants first. A bin no package offers falls
+// back to its module alone, then to the whole mix. Compound jobs (a task
+// made harder by one more mutation) go before everything else.
 
 const (
 	// minChunk is the smallest chunk of mutants handed out (but for a
@@ -61,6 +71,12 @@ type pkgJob struct {
 	pending int               // chunks of the current stage being validated
 	caught  []validate.Mutant // single mutants the tests caught
 	combos  bool              // the combined stage has been drawn
+	// known are all the single mutants its tests caught (compound tasks
+	// draw their one more mutation from them); drawn the combined mutants
+	// drawn so far, by their patches, so that steering's early
+	// combinations are not drawn again in the combined stage.
+	known []validate.Mutant
+	drawn map[string]bool
 }
 
 func (pj *pkgJob) available() bool {
@@ -79,16 +95,39 @@ type schedule struct {
 	handed   int         // mutants handed out, all modules
 	maxChunk int         // the most mutants in one chunk
 	combos   float64     // combined mutants per caught single mutant; <= 0: none
+	// steer is the bin asked for now (its rank left out: a rank is known
+	// only once the tests have run); empty: the synthesizer's own mix.
+	steer synth.Knobs
+	// compounds are the compound jobs waiting, first come first served.
+	compounds []*job
 }
 
 // pick returns the package the next job is for, or nil when no package
-// has work available now. A module (or package) that has had no mutant yet
-// goes first; the others are compared by where each would stand halfway
-// through the job (its mutants handed out plus half the chunk, for what it
-// offers), so that one whose next chunk is big for its size waits its turn
-// and every module stays within about one chunk of its share, ahead or
-// behind.
+// has work available now: with a steer, among the packages that offer it
+// first, then among its module's (steering.go).
 func (sc *schedule) pick() *pkgJob {
+	if sc.steer == (synth.Knobs{}) {
+		return sc.pickAmong(nil)
+	}
+	if pj := sc.pickAmong(sc.offers); pj != nil {
+		return pj
+	}
+	if sc.steer.Module != "" {
+		if pj := sc.pickAmong(sc.ofModule); pj != nil {
+			return pj
+		}
+	}
+	return sc.pickAmong(nil)
+}
+
+// pickAmong returns the package the next job is for among those ok allows
+// (all when nil), or nil when none has work available now. A module (or
+// package) that has had no mutant yet goes first; the others are compared
+// by where each would stand halfway through the job (its mutants handed
+// out plus half the chunk, for what it offers), so that one whose next
+// chunk is big for its size waits its turn and every module stays within
+// about one chunk of its share, ahead or behind.
+func (sc *schedule) pickAmong(ok func(*pkgJob) bool) *pkgJob {
 	var best *pkgJob
 	var bestAfter, bestEst int
 	for _, pkgs := range sc.mods {
@@ -98,7 +137,7 @@ func (sc *schedule) pick() *pkgJob {
 		for _, pj := range pkgs {
 			handed += pj.handed
 			est += pj.est
-			if !pj.available() {
+			if !pj.available() || ok != nil && !ok(pj) {
 				continue
 			}
 			after := sc.after(pj.handed, pj)
@@ -135,6 +174,9 @@ func (sc *schedule) after(handed int, pj *pkgJob) int {
 // package to prepare, or a chunk of a prepared package's mutants, counted
 // as handed out.
 func (sc *schedule) next() *job {
+	if j := sc.nextCompound(); j != nil {
+		return j
+	}
 	pj := sc.pick()
 	switch {
 	case pj == nil:
@@ -143,6 +185,7 @@ func (sc *schedule) next() *job {
 		pj.state = preparing
 		return &job{pj: pj}
 	}
+	sc.steerTodo(pj)
 	n := sc.chunkSize(len(pj.todo))
 	chunk := pj.todo[:n:n]
 	pj.todo = pj.todo[n:]
@@ -195,6 +238,7 @@ func (sc *schedule) chunkDone(pj *pkgJob, left, caught []validate.Mutant) {
 	pj.handed -= len(left)
 	sc.handed -= len(left)
 	pj.caught = append(pj.caught, caught...)
+	pj.known = append(pj.known, caught...)
 	if pj.pending > 0 || len(pj.todo) > 0 {
 		return
 	}
@@ -204,7 +248,7 @@ func (sc *schedule) chunkDone(pj *pkgJob, left, caught []validate.Mutant) {
 		// mutants in an order of their own.
 		slices.SortFunc(pj.caught, func(a, b validate.Mutant) int { return strings.Compare(a.Patch, b.Patch) })
 		n := int(math.Round(sc.combos * float64(len(pj.caught))))
-		pj.todo = combos(pj.rng, pj.caught, n)
+		pj.todo = combos(pj.rng, pj.caught, n, pj.seen())
 		pj.caught = nil
 		pj.est = pj.handed + len(pj.todo)
 		if len(pj.todo) > 0 {
@@ -214,8 +258,17 @@ func (sc *schedule) chunkDone(pj *pkgJob, left, caught []validate.Mutant) {
 	sc.finish(pj)
 }
 
-// finish marks pj done and lets go of what it held.
+// finish marks pj done and lets go of what it held but what compound
+// tasks need (the prepared package and the mutants its tests caught).
 func (sc *schedule) finish(pj *pkgJob) {
 	pj.state, pj.est = done, pj.handed
-	pj.pkg, pj.todo, pj.caught = nil, nil, nil
+	pj.todo, pj.caught, pj.drawn = nil, nil, nil
+}
+
+// seen is pj's record of the combined mutants drawn, made on first use.
+func (pj *pkgJob) seen() map[string]bool {
+	if pj.drawn == nil {
+		pj.drawn = map[string]bool{}
+	}
+	return pj.drawn
 }

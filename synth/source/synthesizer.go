@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"path"
 	"runtime"
 	"slices"
 	"strings"
@@ -131,6 +132,7 @@ type modState struct {
 type job struct {
 	pj      *pkgJob
 	mutants []validate.Mutant
+	cj      *compoundJob // a compound job's; nil for the others
 }
 
 // worker holds one sandbox and a validator per module in it.
@@ -350,25 +352,80 @@ func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]e
 
 // TasksFor returns n validated tasks whose bins (synth.BinOf) match k best:
 // those matching every knob asked for first, then those matching most of
-// them, in the order they were made. It validates as Tasks does; the
-// operators it tries are not steered, only the choice among what it made.
+// them, in the order they were made. When the tasks it holds match fewer
+// than n, it validates more, steered toward k (the modules and mutants
+// that can make tasks of k's module, family, k and locality go first:
+// steering.go), until n match or it has made steerLimit·n tasks more;
+// the rank, known only after validation, is chosen among what was made.
 func (s *Synthesizer) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
 	miss := func(r *synth.TaskRecord) int { return k.Misses(synth.BinOf(&r.Task)) }
-	return s.draw(ctx, n, func(a, b *synth.TaskRecord) int { return cmp.Compare(miss(a), miss(b)) })
+	steer := k
+	steer.Rank = ""
+	s.setSteer(steer)
+	defer s.setSteer(synth.Knobs{})
+	matched := 0
+	fresh, err := s.fill(ctx, 2*n, steerLimit*n, func(r *synth.TaskRecord) bool {
+		if miss(r) == 0 {
+			matched++
+		}
+		return matched >= n
+	})
+	return s.hand(n, fresh, err, func(a, b *synth.TaskRecord) int { return cmp.Compare(miss(a), miss(b)) })
+}
+
+// steerLimit bounds the tasks a steered request makes, per task asked for,
+// in search of its bin.
+const steerLimit = 4
+
+// setSteer sets what the schedule is steered toward (empty: its own mix).
+func (s *Synthesizer) setSteer(k synth.Knobs) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	s.sched.steer = k
 }
 
 // draw validates until the pool holds twice n unused tasks (or the sources
-// run out), then hands out the n first by order (a stable sort, so ties
-// keep the order they were made in) and keeps the rest for later calls.
+// run out), then hands out the n first by order (a stable sort, so that
+// ties keep the order they were made in) and keeps the rest for later
+// calls.
 func (s *Synthesizer) draw(ctx context.Context, n int, order func(a, b *synth.TaskRecord) int) ([]env.Task, error) {
+	fresh, err := s.fill(ctx, 2*n, 0, nil)
+	return s.hand(n, fresh, err, order)
+}
+
+// fill takes the pool and validates more, until the pool would hold at
+// least min tasks and (when enough is set) enough says so of a task made
+// or taken, or limit (> 0) tasks more were made, or the sources run out,
+// or ctx ends. It returns the pool's tasks and the new ones, in order;
+// ErrExhausted when the sources ran out first.
+func (s *Synthesizer) fill(ctx context.Context, min, limit int, enough func(*synth.TaskRecord) bool) ([]synth.TaskRecord, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var fresh []synth.TaskRecord
-	var err error
-	if need := 2*n - s.pooled(); need > 0 { // Generate takes 0 as "all"
-		err = s.Generate(ctx, need, func(r synth.TaskRecord) error {
-			fresh = append(fresh, r)
-			return nil
-		})
+	pooled := s.pooled()
+	done := enough == nil
+	if done && pooled >= min {
+		return nil, nil
 	}
+	err := s.Generate(cctx, 0, func(r synth.TaskRecord) error {
+		fresh = append(fresh, r)
+		if !done {
+			done = enough(&r)
+		}
+		made := len(fresh) - pooled
+		if done && len(fresh) >= min || limit > 0 && made >= limit {
+			cancel()
+		}
+		return nil
+	})
+	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return fresh, err
+}
+
+// hand puts fresh into the pool and hands out its n first by order.
+func (s *Synthesizer) hand(n int, fresh []synth.TaskRecord, err error, order func(a, b *synth.TaskRecord) int) ([]env.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pool = append(s.pool, fresh...)
@@ -388,7 +445,93 @@ func (s *Synthesizer) draw(ctx context.Context, n int, order func(a, b *synth.Ta
 	return out, nil
 }
 
-var _ synth.Steerable = (*Synthesizer)(nil)
+// Compound returns up to n tasks made of base (a task of this
+// synthesizer's modules) and one more mutation in the same package (in
+// the same function first), each validated by the package's tests: base
+// made harder by one bug. It validates compoundTries of them at most, so
+// it may return fewer than n, or none (with no error) when none was
+// valid; base's package is prepared first if it was not. A base whose
+// module or package is not this synthesizer's is an error.
+func (s *Synthesizer) Compound(ctx context.Context, n int, base env.Task) ([]env.Task, error) {
+	pj := s.pkgOf(&base)
+	if pj == nil {
+		return nil, fmt.Errorf("compound of %s: package %s of module %s@%s is not one of the synthesizer's", base.ID, base.Package, base.Repo, base.Version)
+	}
+	if n <= 0 || len(base.Mutations) == 0 {
+		return nil, nil
+	}
+	isCompound := func(r *synth.TaskRecord) bool { return synth.CompoundOf(&r.Task, &base) }
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	j := &job{pj: pj, cj: &compoundJob{base: base.Mutations, done: sync.OnceFunc(cancel)}}
+	s.qmu.Lock()
+	s.sched.compounds = append(s.sched.compounds, j)
+	s.qcond.Broadcast()
+	s.qmu.Unlock()
+	defer func() { // not handed out (cancelled first): not left for later
+		s.qmu.Lock()
+		s.sched.compounds = slices.DeleteFunc(s.sched.compounds, func(c *job) bool { return c == j })
+		s.qmu.Unlock()
+	}()
+	got := 0
+	fresh, err := s.fill(cctx, 0, 0, func(r *synth.TaskRecord) bool {
+		if isCompound(r) {
+			got++
+		}
+		return got >= n
+	})
+	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = nil // the compound job ended
+	}
+	// The compounds go out; the rest stay in the pool.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pool = append(s.pool, fresh...)
+	if err != nil && !errors.Is(err, ErrExhausted) {
+		return nil, err
+	}
+	var out []env.Task
+	s.pool = slices.DeleteFunc(s.pool, func(r synth.TaskRecord) bool {
+		if len(out) < n && isCompound(&r) {
+			out = append(out, r.Task)
+			return true
+		}
+		return false
+	})
+	return out, nil
+}
+
+// pkgOf returns the package job of task t, or nil when t's module or
+// package is not one of s's.
+func (s *Synthesizer) pkgOf(t *env.Task) *pkgJob {
+	for _, pkgs := range s.sched.mods { // fixed after New
+		for _, pj := range pkgs {
+			m := pj.mod.mod
+			if m.Path == t.Repo && (t.Version == "" || m.Version == t.Version) && path.Join(m.Path, strings.TrimPrefix(pj.rel, "./")) == t.Package {
+				return pj
+			}
+		}
+	}
+	return nil
+}
+
+// countPooled counts the tasks held whose record f accepts.
+func (s *Synthesizer) countPooled(f func(*synth.TaskRecord) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i := range s.pool {
+		if f(&s.pool[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+var (
+	_ synth.Steerable  = (*Synthesizer)(nil)
+	_ synth.Compounder = (*Synthesizer)(nil)
+)
 
 func (s *Synthesizer) pooled() int {
 	s.mu.Lock()
@@ -538,6 +681,11 @@ func (s *Synthesizer) validate(ctx context.Context, w *worker, j *job, recs chan
 	tried := make([]bool, len(muts))
 	var caught []validate.Mutant
 	defer func() {
+		if j.cj != nil {
+			s.ended(func(*schedule) {})
+			j.cj.done()
+			return
+		}
 		var left []validate.Mutant
 		for i, t := range tried {
 			if !t {
@@ -598,8 +746,9 @@ func (s *Synthesizer) record(m *modState, p *validate.Package, mut validate.Muta
 // combos draws up to n combined mutants of k = 2 or 3 (half each) from
 // caught, the single mutants a package's tests caught, in one of three
 // scopes drawn in turn: one function, one file, or the whole package.
-// Mutations whose edits overlap are not combined.
-func combos(rng *rand.Rand, caught []validate.Mutant, n int) []validate.Mutant {
+// Mutations whose edits overlap are not combined, and none is drawn that
+// seen (by the mutations' patches) holds; those drawn are added to it.
+func combos(rng *rand.Rand, caught []validate.Mutant, n int, seen map[string]bool) []validate.Mutant {
 	groups := [3]map[string][]validate.Mutant{{}, {}, {}} // by function, by file, all
 	for _, m := range caught {
 		groups[0][m.File+"\x00"+m.Func] = append(groups[0][m.File+"\x00"+m.Func], m)
@@ -616,7 +765,6 @@ func combos(rng *rand.Rand, caught []validate.Mutant, n int) []validate.Mutant {
 		slices.Sort(keys[i])
 	}
 	var out []validate.Mutant
-	seen := map[string]bool{}
 	for tries := 0; len(out) < n && tries < 20*n; tries++ {
 		scope := tries % 3
 		if len(keys[scope]) == 0 {

@@ -383,16 +383,47 @@ func Combine(ms ...Mutant) (Mutant, error) {
 			c.Complexity = max(c.Complexity, m.Complexity)
 		}
 	}
+	if err := c.patch(); err != nil {
+		return Mutant{}, fmt.Errorf("combine: %w", err)
+	}
+	return c, nil
+}
+
+// patch sets m.Patch, the gold fix, from its origs and mutations.
+func (m *Mutant) patch() error {
 	var patch strings.Builder
-	for _, f := range c.Files() {
-		_, p, err := mutate.Patch(f, c.origs[f], c.Edits(f))
+	for _, f := range m.Files() {
+		_, p, err := mutate.Patch(f, m.origs[f], m.Edits(f))
 		if err != nil {
-			return Mutant{}, fmt.Errorf("combine: %s: %w", f, err)
+			return fmt.Errorf("%s: %w", f, err)
 		}
 		patch.WriteString(p)
 	}
-	c.Patch = patch.String()
-	return c, nil
+	m.Patch = patch.String()
+	return nil
+}
+
+// MutantOf rebuilds the mutant that muts (a task record's mutations, in
+// p's original files' offsets) make of p, so that it can be combined with
+// more: a compound task. It fails when a mutation names a file that is not
+// p's or its edits no longer apply to it.
+func (p *Package) MutantOf(muts []synth.Mutation) (Mutant, error) {
+	if len(muts) == 0 {
+		return Mutant{}, errors.New("no mutation")
+	}
+	m := Mutant{File: muts[0].File, Func: muts[0].Func, Line: muts[0].Line, EndLine: muts[0].EndLine,
+		Mutations: slices.Clone(muts), origs: map[string][]byte{}}
+	for _, mu := range muts {
+		sf := p.src.files[mu.File]
+		if sf == nil {
+			return Mutant{}, fmt.Errorf("mutation of %s: not a file of package %s", mu.File, p.Rel)
+		}
+		m.origs[mu.File] = sf.src
+	}
+	if err := m.patch(); err != nil {
+		return Mutant{}, err
+	}
+	return m, nil
 }
 
 // Result is the verdict on one mutant.

@@ -22,6 +22,7 @@ type replayOptions struct {
 	Discount    float64 `json:"discount"`
 	FixedSet    int     `json:"fixed_set"`
 	Capacity    int     `json:"capacity"`
+	Compound    float64 `json:"compound,omitempty"`
 }
 
 func (o *replayOptions) flags(f *pflag.FlagSet) {
@@ -32,6 +33,7 @@ func (o *replayOptions) flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.Discount, "curriculum-discount", d.Estimate.Discount, "evidence kept by the replay curricula's estimate per 4 groups learned from (an update of B groups keeps this^(B/4); 1: never forget)")
 	f.IntVar(&o.FixedSet, "fixed-set", d.FixedSet, "offline, frontier-no-synth: tasks taken from the synthesizer before only replaying")
 	f.IntVar(&o.Capacity, "replay-capacity", d.Capacity, "most tasks in the replay buffer")
+	f.Float64Var(&o.Compound, "compound", d.Compound, "frontier: share of synthesis requests that ask for a compound task (a buffered task solved more often than not made harder by one more mutation; online synthesis only)")
 }
 
 // curriculumHelp is the usage line of --curriculum.
@@ -59,6 +61,7 @@ func newCurriculum(name string, difficulty, passRate, rate float64, o replayOpti
 	cfg.Strategy, cfg.Seed, cfg.Difficulty = name, seed, difficulty
 	cfg.FreshShare, cfg.Temperature, cfg.Staleness = o.FreshShare, o.Temperature, o.Staleness
 	cfg.Estimate.Discount, cfg.FixedSet, cfg.Capacity = o.Discount, o.FixedSet, o.Capacity
+	cfg.Compound = o.Compound
 	cfg.UpdateGroups = max(1, groupsPerUpdate)
 	c, err := synth.NewReplay(cfg)
 	if err != nil {

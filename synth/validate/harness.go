@@ -47,6 +47,10 @@ type Harness struct {
 	cache    *outcomes
 	st       harnessCounters
 	building keyLocks
+	// computing holds a lock per outcome being computed, so that the
+	// episodes of a group that reach one state at once (its first run of
+	// the tests, its coverage) wait for the first and take its answer.
+	computing keyLocks
 }
 
 // keyLocks are mutexes by key, made on demand and dropped when free.
@@ -126,6 +130,9 @@ type HarnessStats struct {
 	Calls   int64   `json:"calls"`
 	Hits    int64   `json:"hits"`
 	HitRate float64 `json:"hit_rate"`
+	// Waited counts the hits that waited for another episode computing the
+	// same outcome at the same time.
+	Waited int64 `json:"waited"`
 	// Executions counts test runs (binaries and go test); Builds the
 	// schema builds; RealTries the tries that needed a real build.
 	Executions int64 `json:"executions"`
@@ -136,12 +143,12 @@ type HarnessStats struct {
 }
 
 type harnessCounters struct {
-	calls, hits, execs, builds, tries, realTries, verdicts atomic.Int64
+	calls, hits, waited, execs, builds, tries, realTries, verdicts atomic.Int64
 }
 
 // Stats reports the harness's counters.
 func (h *Harness) Stats() HarnessStats {
-	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Executions: h.st.execs.Load(),
+	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Waited: h.st.waited.Load(), Executions: h.st.execs.Load(),
 		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
@@ -155,6 +162,13 @@ func cached[T any](h *Harness, key string, f func() (T, int, error)) (T, env.Cos
 	if !h.cfg.NoCache {
 		if v, ok := h.cache.get(key); ok {
 			h.st.hits.Add(1)
+			return v.(T), env.Cost{Cached: true}, nil
+		}
+		unlock := h.computing.lock(key)
+		defer unlock()
+		if v, ok := h.cache.get(key); ok { // computed while this call waited
+			h.st.hits.Add(1)
+			h.st.waited.Add(1)
 			return v.(T), env.Cost{Cached: true}, nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/frognano/frog/env"
@@ -281,4 +282,39 @@ func TestSchemaBinaryShared(t *testing.T) {
 	if st := h.Stats(); st.Builds != 1 {
 		t.Errorf("%d schema builds for two sandboxes of one state; want 1 (shared)", st.Builds)
 	}
+}
+
+// TestConcurrentEpisodesShareAnOutcome: episodes of a group that reach one
+// state at once (their first coverage of the task) compute it once; the
+// others wait for it and take its answer.
+func TestConcurrentEpisodesShareAnOutcome(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
+	const n = 4
+	sbs := make([]env.Sandbox, n)
+	for i := range sbs {
+		sbs[i] = laidOut(t, tmpl)
+	}
+	ws := env.NewWorkspace(task)
+	var wg sync.WaitGroup
+	reps := make([]env.CoverageReport, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { reps[i], _, errs[i] = h.Coverage(context.Background(), sbs[i], ws, nil) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if len(reps[i].Tests) != len(task.Tests()) {
+			t.Errorf("episode %d: coverage of %d tests, want %d", i, len(reps[i].Tests), len(task.Tests()))
+		}
+	}
+	st := h.Stats()
+	if st.Executions != int64(len(task.Tests())) || st.Hits != n-1 {
+		t.Errorf("%d test executions and %d hits for %d concurrent coverages of one state; want %d and %d (one computation)",
+			st.Executions, st.Hits, n, len(task.Tests()), n-1)
+	}
+	t.Logf("%d of %d waited for the first", st.Waited, n-1)
 }

@@ -106,6 +106,7 @@ type Synthesizer struct {
 	cfg Config
 
 	mu      sync.Mutex // serializes Generate and Tasks
+	req     sync.Mutex // serializes Tasks, TasksFor and Compound (a steer is one request's)
 	mods    []*modState
 	workers []*worker
 	pool    []synth.TaskRecord // valid tasks not yet handed out
@@ -345,6 +346,8 @@ func (s *Synthesizer) Generate(ctx context.Context, n int, emit func(synth.TaskR
 // With fewer than n it returns what it has and an error wrapping
 // ErrExhausted; on cancellation, ctx's error.
 func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Task, error) {
+	s.req.Lock()
+	defer s.req.Unlock()
 	return s.draw(ctx, n, func(a, b *synth.TaskRecord) int {
 		return cmp.Compare(math.Abs(a.Difficulty-difficulty), math.Abs(b.Difficulty-difficulty))
 	})
@@ -358,6 +361,8 @@ func (s *Synthesizer) Tasks(ctx context.Context, n int, difficulty float64) ([]e
 // steering.go), until n match or it has made steerLimit·n tasks more;
 // the rank, known only after validation, is chosen among what was made.
 func (s *Synthesizer) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
+	s.req.Lock()
+	defer s.req.Unlock()
 	miss := func(r *synth.TaskRecord) int { return k.Misses(synth.BinOf(&r.Task)) }
 	steer := k
 	steer.Rank = ""
@@ -460,6 +465,8 @@ func (s *Synthesizer) Compound(ctx context.Context, n int, base env.Task) ([]env
 	if n <= 0 || len(base.Mutations) == 0 {
 		return nil, nil
 	}
+	s.req.Lock()
+	defer s.req.Unlock()
 	isCompound := func(r *synth.TaskRecord) bool { return synth.CompoundOf(&r.Task, &base) }
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()

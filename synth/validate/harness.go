@@ -140,10 +140,30 @@ type HarnessStats struct {
 	Tries      int64 `json:"tries"`
 	RealTries  int64 `json:"real_tries"`
 	Verdicts   int64 `json:"verdicts"`
+	// Seconds is the time spent computing the answers of each kind of call
+	// (the cache's misses; summed over concurrent episodes, so it can
+	// exceed the wall time): run (run_tests), cover (coverage: its build
+	// and a run per test), cover-build (of it), cand (candidates), try
+	// (schema builds included), schema-build (of it), verdict (a real
+	// build and run).
+	Seconds map[string]float64 `json:"seconds,omitempty"`
 }
 
 type harnessCounters struct {
 	calls, hits, waited, execs, builds, tries, realTries, verdicts atomic.Int64
+	// nanos is the time computing each kind of call (run, cover, cand,
+	// try, verdict, and schema-build within try), by kind.
+	nanosMu sync.Mutex
+	nanos   map[string]time.Duration
+}
+
+func (c *harnessCounters) spent(kind string, d time.Duration) {
+	c.nanosMu.Lock()
+	defer c.nanosMu.Unlock()
+	if c.nanos == nil {
+		c.nanos = map[string]time.Duration{}
+	}
+	c.nanos[kind] += d
 }
 
 // Stats reports the harness's counters.
@@ -153,11 +173,19 @@ func (h *Harness) Stats() HarnessStats {
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
+	h.st.nanosMu.Lock()
+	defer h.st.nanosMu.Unlock()
+	if len(h.st.nanos) > 0 {
+		s.Seconds = make(map[string]float64, len(h.st.nanos))
+		for k, d := range h.st.nanos {
+			s.Seconds[k] = d.Seconds()
+		}
+	}
 	return s
 }
 
 // cached answers key from the cache, or computes it with f and stores it.
-func cached[T any](h *Harness, key string, f func() (T, int, error)) (T, env.Cost, error) {
+func cached[T any](h *Harness, kind, key string, f func() (T, int, error)) (T, env.Cost, error) {
 	h.st.calls.Add(1)
 	if !h.cfg.NoCache {
 		if v, ok := h.cache.get(key); ok {
@@ -172,7 +200,9 @@ func cached[T any](h *Harness, key string, f func() (T, int, error)) (T, env.Cos
 			return v.(T), env.Cost{Cached: true}, nil
 		}
 	}
+	start := time.Now()
 	v, n, err := f()
+	h.st.spent(kind, time.Since(start))
 	h.st.execs.Add(int64(n))
 	if err == nil && !h.cfg.NoCache {
 		h.cache.put(key, v)
@@ -198,7 +228,7 @@ func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	if err := checkTestNames(tests); err != nil {
 		return env.TestReport{}, env.Cost{}, err
 	}
-	return cached(h, key("run", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.TestReport, int, error) {
+	return cached(h, "run", key("run", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.TestReport, int, error) {
 		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
 			"-timeout", h.cfg.TestTimeout.String(), "-run", runRegexp(tests), "./"+t.Dir())
 		if err != nil {
@@ -315,10 +345,12 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	if err := checkTestNames(tests); err != nil {
 		return env.CoverageReport{}, env.Cost{}, err
 	}
-	return cached(h, key("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
+	return cached(h, "cover", key("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
 		bin := ".frog/cover.test"
+		start := time.Now()
 		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", bin, "./"+dir)
+		h.st.spent("cover-build", time.Since(start))
 		if err != nil {
 			return env.CoverageReport{}, 0, err
 		}
@@ -376,7 +408,7 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 	for _, l := range lines {
 		fmt.Fprintf(&lkey, "%s:%d,", l.File, l.Line)
 	}
-	list, _, err := cached(h, key("cand", t.ID, ws.Hash(), lkey.String()), func() ([]env.Candidate, int, error) {
+	list, _, err := cached(h, "cand", key("cand", t.ID, ws.Hash(), lkey.String()), func() ([]env.Candidate, int, error) {
 		tmpl, err := h.ws.Template(ctx, t)
 		if err != nil {
 			return nil, 0, env.Infra(err)
@@ -546,7 +578,7 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 			return nil, total, fmt.Errorf("no candidate %d", id)
 		}
 		c := list[id]
-		res, cost, err := cached(h, key("try", t.ID, ws.Hash(), candKey(c)), func() (env.TryResult, int, error) {
+		res, cost, err := cached(h, "try", key("try", t.ID, ws.Hash(), candKey(c)), func() (env.TryResult, int, error) {
 			h.st.tries.Add(1)
 			if ok, err := parses(ctx, sb, ws, c); err != nil || !ok {
 				return env.TryResult{Built: false, Failing: t.Tests()}, 0, err
@@ -786,7 +818,9 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 			return nil, err
 		}
 		h.st.builds.Add(1)
+		start := time.Now()
 		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-gcflags=-e", "-ldflags=-s -w", "-o", s.bin, "-overlay", ov, "./"+t.Dir())
+		h.st.spent("schema-build", time.Since(start))
 		if err != nil {
 			return nil, err
 		}
@@ -912,7 +946,7 @@ func currentFile(ctx context.Context, sb env.Sandbox, ws *env.Workspace, f strin
 // schema said. Its outcome is cached by the exact state it judged.
 func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (bool, env.Cost, error) {
 	t := ws.Task
-	return cached(h, key("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
+	return cached(h, "verdict", key("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
 		h.st.verdicts.Add(1)
 		if err := h.restoreTests(ctx, sb, ws); err != nil {
 			return false, 0, err

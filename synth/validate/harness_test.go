@@ -316,5 +316,8 @@ func TestConcurrentEpisodesShareAnOutcome(t *testing.T) {
 		t.Errorf("%d test executions and %d hits for %d concurrent coverages of one state; want %d and %d (one computation)",
 			st.Executions, st.Hits, n, len(task.Tests()), n-1)
 	}
+	if !(st.Seconds["cover"] >= st.Seconds["cover-build"] && st.Seconds["cover-build"] > 0) {
+		t.Errorf("harness time %v: want the coverage's time, its build's within it", st.Seconds)
+	}
 	t.Logf("%d of %d waited for the first", st.Waited, n-1)
 }

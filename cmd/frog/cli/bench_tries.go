@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -103,6 +105,9 @@ type episodePass struct {
 	Executions float64 `json:"test_executions_per_episode"`
 	CacheHit   float64 `json:"outcome_cache_hit_rate"`
 	Builds     int64   `json:"schema_builds"`
+	// Seconds is the harness's time per kind of call in this pass
+	// (validate.HarnessStats.Seconds).
+	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
 }
 
 type openBench struct {
@@ -158,6 +163,14 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		}
 		if c := after.Calls - before.Calls; c > 0 {
 			p.CacheHit = float64(after.Hits-before.Hits) / float64(c)
+		}
+		for k, v := range after.Seconds {
+			if d := v - before.Seconds[k]; d > 0 {
+				if p.HarnessSeconds == nil {
+					p.HarnessSeconds = map[string]float64{}
+				}
+				p.HarnessSeconds[k] = d
+			}
 		}
 		rep.Episodes = append(rep.Episodes, p)
 	}
@@ -242,5 +255,15 @@ func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds)
 	}
 	fmt.Fprintf(tw, "open\twith task cache %.1f ms p50\twithout %.1f ms p50\tratio %.1f×\n", r.Open.CachedMillisP50, r.Open.UncachedMillisP50, r.Open.Ratio)
+	for _, p := range r.Episodes {
+		if len(p.HarnessSeconds) == 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(p.HarnessSeconds)) {
+			parts = append(parts, fmt.Sprintf("%s %.1f s", k, p.HarnessSeconds[k]))
+		}
+		fmt.Fprintf(tw, "harness time (%s pass)\t%s\t(calls that ran, summed over concurrent episodes)\t\n", p.Pass, strings.Join(parts, ", "))
+	}
 	return tw.Flush()
 }

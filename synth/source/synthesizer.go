@@ -522,19 +522,6 @@ func (s *Synthesizer) pkgOf(t *env.Task) *pkgJob {
 	return nil
 }
 
-// countPooled counts the tasks held whose record f accepts.
-func (s *Synthesizer) countPooled(f func(*synth.TaskRecord) bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for i := range s.pool {
-		if f(&s.pool[i]) {
-			n++
-		}
-	}
-	return n
-}
-
 var (
 	_ synth.Steerable  = (*Synthesizer)(nil)
 	_ synth.Compounder = (*Synthesizer)(nil)

@@ -195,6 +195,9 @@ type Replay struct {
 	// moves it so that fresh tasks pass the target's share of the time.
 	aim              float64
 	requested, yield map[string]int64
+	// matched counts, per request key, the tasks made for it that were in
+	// the bin asked for: what the synthesizer can make of each request.
+	matched map[string]int64
 	// reqOf is the request (knobs key) each fresh task was made for, and
 	// reqEv the first-group outcomes of each request's tasks (discounted as
 	// the estimate is): what asking for one knob alone yields.
@@ -235,7 +238,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	}
 	pcg := rand.NewPCG(cfg.Seed, 0x7265706c6179)
 	r := &Replay{cfg: cfg, est: est, target: target, aim: target.PassRate, pcg: pcg, rng: rand.New(pcg),
-		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{},
+		byID: make(map[string]*entry), requested: map[string]int64{}, yield: map[string]int64{}, matched: map[string]int64{},
 		reqOf: map[string]string{}, reqEv: map[string]*evidence{}}
 	est.Predictor = r.predict
 	return r, nil
@@ -453,7 +456,9 @@ func (r *Replay) Admit(tasks []*env.Task) {
 // 1 − ((m − a)/max(a, 1 − a))² + sd (an optimistic bound: uncertain bins are
 // tried, bins whose evidence has faded are tried again), times
 // 1 − f/(10(f + 16)) for the f frontier tasks the buffer holds of it, so
-// that requests move on to bins where the frontier is thin. The aim a is an
+// that requests move on to bins where the frontier is thin, times the
+// synthesizer's yield for it (synthYield), so that requests move on from
+// bins it cannot make. The aim a is an
 // integral controller's: each outcome r of the first group of a fresh task
 // of a bin or knob it chose moves it by 0.002·(τ − r), τ the target pass rate
 // (0.5), within τ ± 0.2, so that those tasks pass τ of the time even
@@ -483,7 +488,9 @@ func (r *Replay) Request() Request {
 	tau := r.aim
 	best, bestV := -1, math.Inf(-1)
 	for i, c := range cands {
-		if v := binValue(c.ev, tau, c.front); v > bestV {
+		key := c.k.Key()
+		v := binValue(c.ev, tau, c.front) * synthYield(r.matched[key], r.requested[key])
+		if v > bestV {
 			best, bestV = i, v
 		}
 	}
@@ -611,6 +618,14 @@ func (r *Replay) observeRequest(id string, reward float64) {
 // aimRate is the integral controller's step per fresh outcome.
 const aimRate = 0.002
 
+// synthYield is the share of the tasks made for a request key that were in
+// its bin, matched of made, with two pseudo-tasks that were: a bin the
+// synthesizer cannot make (its modules have no such mutants left, or the
+// rank it names is rare) loses Request's favour as it keeps failing to.
+func synthYield(matched, made int64) float64 {
+	return float64(matched+2) / float64(made+2)
+}
+
 // binValue is Request's value of a candidate with evidence ev and f
 // frontier tasks, at aim tau.
 func binValue(ev evidence, tau float64, f int) float64 {
@@ -622,8 +637,14 @@ func binValue(ev evidence, tau float64, f int) float64 {
 
 // Synthesized counts what a request yielded, per bin.
 func (r *Replay) Synthesized(req Request, tasks []env.Task) {
-	if req.Knobs != nil && *req.Knobs != (Knobs{}) {
-		r.requested[req.Knobs.Key()] += int64(len(tasks))
+	if req.Knobs != nil && *req.Knobs != (Knobs{}) && req.Base == nil {
+		key := req.Knobs.Key()
+		r.requested[key] += int64(len(tasks))
+		for i := range tasks {
+			if req.Knobs.Matches(BinOf(&tasks[i])) {
+				r.matched[key]++
+			}
+		}
 	}
 	for i := range tasks {
 		r.yield[BinOf(&tasks[i]).Key()]++

@@ -330,3 +330,40 @@ func TestCompoundRequests(t *testing.T) {
 		t.Error("compound share 1.5: no error")
 	}
 }
+
+// A bin the synthesizer keeps failing to make loses the requests: after it
+// brings tasks of other bins instead, frontier asks for something else.
+func TestRequestsMoveOnFromBinsTheSynthesizerCannotMake(t *testing.T) {
+	r := newReplay(t, func(c *ReplayConfig) { c.Explore = 0 })
+	good := Knobs{Family: "token", K: 1, Locality: "single", Module: "m"}
+	scarce := Knobs{Family: "idiom", K: 1, Locality: "single", Module: "m"}
+	var group uint64
+	play := func(id string, b Knobs, pass bool) {
+		task := env.Task{ID: id, Bin: b.Key()}
+		r.Admit([]*env.Task{&task})
+		group++
+		for j := range 8 {
+			rew := 0.0
+			if pass && j%2 == 0 {
+				rew = 1
+			}
+			r.Observe(&task, rew, group)
+		}
+	}
+	// Both bins have been seen at a pass rate of one half.
+	play("seed-good", good, true)
+	play("seed-scarce", scarce, true)
+	asked := map[string]int{}
+	for i := range 60 {
+		req := r.Request()
+		asked[req.Knobs.Key()]++
+		// The synthesizer has no idiom mutant left: every request, that
+		// one included, brings a token task.
+		task := env.Task{ID: fmt.Sprintf("t%d", i), Bin: good.Key()}
+		r.Synthesized(req, []env.Task{task})
+		play(task.ID, good, true)
+	}
+	if n := asked[scarce.Key()] + asked[Knobs{Family: "idiom"}.Key()]; n > 12 {
+		t.Errorf("asked for the bin it cannot make %d times of 60 (%v); want it dropped after a few", n, asked)
+	}
+}

@@ -231,6 +231,7 @@ type replayState struct {
 	Aim          float64                  `json:"aim"`
 	Requested    map[string]int64         `json:"requested"`
 	Yield        map[string]int64         `json:"yield"`
+	Matched      map[string]int64         `json:"matched,omitempty"`
 	ReqOf        map[string]string        `json:"req_of"`
 	ReqEv        map[string]evidenceState `json:"req_ev"`
 	Tally        tallyState               `json:"tally"`
@@ -294,7 +295,7 @@ func (r *Replay) Snapshot() ([]byte, error) {
 		Estimate: estimateState{Config: r.est.cfg, Tasks: make(map[string]beliefState, len(r.est.tasks)), Bins: make(map[string]evidenceState, len(r.est.bins))},
 		Tick:     r.tick, Version: r.version, Taken: r.taken, PlannedFresh: r.plannedFresh,
 		FreshPass: r.freshPass, FreshN: r.freshN, SteeredPass: r.steeredPass, SteeredN: r.steeredN, Aim: r.aim,
-		Requested: r.requested, Yield: r.yield, ReqOf: r.reqOf, ReqEv: make(map[string]evidenceState, len(r.reqEv)),
+		Requested: r.requested, Yield: r.yield, Matched: r.matched, ReqOf: r.reqOf, ReqEv: make(map[string]evidenceState, len(r.reqEv)),
 		Tally: r.t.state(), Stats: r.st,
 	}
 	for id, b := range r.est.tasks {
@@ -381,7 +382,7 @@ func (r *Replay) restored(s replayState) (*Replay, error) {
 		cfg: r.cfg, est: est, target: &target, pcg: pcg, rng: rand.New(pcg),
 		byID: make(map[string]*entry, len(s.Buffer)), tick: s.Tick, version: s.Version, taken: s.Taken, plannedFresh: s.PlannedFresh,
 		freshPass: s.FreshPass, freshN: s.FreshN, steeredPass: s.SteeredPass, steeredN: s.SteeredN, aim: s.Aim,
-		requested: nonNil(s.Requested), yield: nonNil(s.Yield), reqOf: nonNil(s.ReqOf), reqEv: make(map[string]*evidence, len(s.ReqEv)),
+		requested: nonNil(s.Requested), yield: nonNil(s.Yield), matched: nonNil(s.Matched), reqOf: nonNil(s.ReqOf), reqEv: make(map[string]*evidence, len(s.ReqEv)),
 		t: t, st: s.Stats,
 	}
 	for k, es := range s.ReqEv {

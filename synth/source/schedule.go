@@ -69,13 +69,11 @@ type pkgJob struct {
 	pkg     *validate.Package // while ready
 	todo    []validate.Mutant // of the current stage, not handed out yet
 	pending int               // chunks of the current stage being validated
-	caught  []validate.Mutant // single mutants the tests caught
+	caught  []validate.Mutant // single mutants the tests caught (kept: compound tasks draw from them)
 	combos  bool              // the combined stage has been drawn
-	// known are all the single mutants its tests caught (compound tasks
-	// draw their one more mutation from them); drawn the combined mutants
-	// drawn so far, by their patches, so that steering's early
-	// combinations are not drawn again in the combined stage.
-	known []validate.Mutant
+	// drawn are the combined mutants drawn so far, by their patches, so
+	// that steering's early combinations are not drawn again in the
+	// combined stage.
 	drawn map[string]bool
 }
 
@@ -238,7 +236,6 @@ func (sc *schedule) chunkDone(pj *pkgJob, left, caught []validate.Mutant) {
 	pj.handed -= len(left)
 	sc.handed -= len(left)
 	pj.caught = append(pj.caught, caught...)
-	pj.known = append(pj.known, caught...)
 	if pj.pending > 0 || len(pj.todo) > 0 {
 		return
 	}
@@ -246,10 +243,9 @@ func (sc *schedule) chunkDone(pj *pkgJob, left, caught []validate.Mutant) {
 		pj.combos = true
 		// The order chunks finished in is timing: draw from the caught
 		// mutants in an order of their own.
-		slices.SortFunc(pj.caught, func(a, b validate.Mutant) int { return strings.Compare(a.Patch, b.Patch) })
+		slices.SortFunc(pj.caught, byPatch)
 		n := int(math.Round(sc.combos * float64(len(pj.caught))))
 		pj.todo = combos(pj.rng, pj.caught, n, pj.seen())
-		pj.caught = nil
 		pj.est = pj.handed + len(pj.todo)
 		if len(pj.todo) > 0 {
 			return
@@ -262,8 +258,12 @@ func (sc *schedule) chunkDone(pj *pkgJob, left, caught []validate.Mutant) {
 // tasks need (the prepared package and the mutants its tests caught).
 func (sc *schedule) finish(pj *pkgJob) {
 	pj.state, pj.est = done, pj.handed
-	pj.todo, pj.caught, pj.drawn = nil, nil, nil
+	pj.todo, pj.drawn = nil, nil
 }
+
+// byPatch orders mutants by their patches: an order of their own, not the
+// order chunks happened to finish in.
+func byPatch(a, b validate.Mutant) int { return strings.Compare(a.Patch, b.Patch) }
 
 // seen is pj's record of the combined mutants drawn, made on first use.
 func (pj *pkgJob) seen() map[string]bool {

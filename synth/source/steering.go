@@ -1,7 +1,6 @@
 package source
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/frognano/frog/synth"
@@ -60,6 +59,12 @@ func (sc *schedule) offers(pj *pkgJob) bool {
 	if slices.ContainsFunc(pj.todo, func(m validate.Mutant) bool { return sc.wantsMutant(pj, &m) }) {
 		return true
 	}
+	return sc.comboEarly(pj)
+}
+
+// comboEarly reports whether the steer asks for combined mutants and pj,
+// still in its single stage, has caught mutants enough to combine.
+func (sc *schedule) comboEarly(pj *pkgJob) bool {
 	return sc.wantsCombos() && !pj.combos && sc.combos > 0 && len(pj.caught) >= 2
 }
 
@@ -71,9 +76,9 @@ func (sc *schedule) steerTodo(pj *pkgJob) {
 	if sc.steer == (synth.Knobs{}) || pj.state != ready {
 		return
 	}
-	if sc.wantsCombos() && !pj.combos && sc.combos > 0 && len(pj.caught) >= 2 {
+	if sc.comboEarly(pj) {
 		caught := slices.Clone(pj.caught)
-		slices.SortFunc(caught, func(a, b validate.Mutant) int { return cmp.Compare(a.Patch, b.Patch) })
+		slices.SortFunc(caught, byPatch)
 		var early []validate.Mutant
 		for _, m := range combos(pj.rng, caught, earlyCombos, pj.seen()) {
 			if sc.wantsMutant(pj, &m) {
@@ -143,7 +148,7 @@ func compoundsOf(pj *pkgJob, base []synth.Mutation) []validate.Mutant {
 	if err != nil {
 		return nil
 	}
-	partners := pj.known
+	partners := pj.caught
 	if len(partners) == 0 {
 		// Nothing validated yet: the single mutants still to try.
 		for _, m := range pj.todo {
@@ -166,7 +171,7 @@ func compoundsOf(pj *pkgJob, base []synth.Mutation) []validate.Mutant {
 	}
 	var out []validate.Mutant
 	for _, tier := range tiers {
-		slices.SortFunc(tier, func(a, b validate.Mutant) int { return cmp.Compare(a.Patch, b.Patch) })
+		slices.SortFunc(tier, byPatch)
 		pj.rng.Shuffle(len(tier), func(a, c int) { tier[a], tier[c] = tier[c], tier[a] })
 		for _, m := range tier {
 			if len(out) == compoundTries {

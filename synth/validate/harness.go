@@ -185,16 +185,16 @@ func (h *Harness) Stats() HarnessStats {
 }
 
 // cached answers key from the cache, or computes it with f and stores it.
-func cached[T any](h *Harness, kind, key string, f func() (T, int, error)) (T, env.Cost, error) {
+func cached[T any](h *Harness, k outcomeKey, f func() (T, int, error)) (T, env.Cost, error) {
 	h.st.calls.Add(1)
 	if !h.cfg.NoCache {
-		if v, ok := h.cache.get(key); ok {
+		if v, ok := h.cache.get(k.hash); ok {
 			h.st.hits.Add(1)
 			return v.(T), env.Cost{Cached: true}, nil
 		}
-		unlock := h.computing.lock(key)
+		unlock := h.computing.lock(k.hash)
 		defer unlock()
-		if v, ok := h.cache.get(key); ok { // computed while this call waited
+		if v, ok := h.cache.get(k.hash); ok { // computed while this call waited
 			h.st.hits.Add(1)
 			h.st.waited.Add(1)
 			return v.(T), env.Cost{Cached: true}, nil
@@ -202,12 +202,21 @@ func cached[T any](h *Harness, kind, key string, f func() (T, int, error)) (T, e
 	}
 	start := time.Now()
 	v, n, err := f()
-	h.st.spent(kind, time.Since(start))
+	h.st.spent(k.kind, time.Since(start))
 	h.st.execs.Add(int64(n))
 	if err == nil && !h.cfg.NoCache {
-		h.cache.put(key, v)
+		h.cache.put(k.hash, v)
 	}
 	return v, env.Cost{Executions: n}, err
+}
+
+// outcomeKey names one outcome in the cache: the kind of call (run,
+// cover, cand, try, verdict) and the hash of the call and its state.
+type outcomeKey struct{ kind, hash string }
+
+// okey is the key of a call of kind with parts (task, state, arguments).
+func okey(kind string, parts ...string) outcomeKey {
+	return outcomeKey{kind, key(append([]string{kind}, parts...)...)}
 }
 
 func key(parts ...string) string {
@@ -228,7 +237,7 @@ func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	if err := checkTestNames(tests); err != nil {
 		return env.TestReport{}, env.Cost{}, err
 	}
-	return cached(h, "run", key("run", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.TestReport, int, error) {
+	return cached(h, okey("run", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.TestReport, int, error) {
 		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
 			"-timeout", h.cfg.TestTimeout.String(), "-run", runRegexp(tests), "./"+t.Dir())
 		if err != nil {
@@ -345,7 +354,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	if err := checkTestNames(tests); err != nil {
 		return env.CoverageReport{}, env.Cost{}, err
 	}
-	return cached(h, "cover", key("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
+	return cached(h, okey("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
 		bin := ".frog/cover.test"
 		start := time.Now()
@@ -408,7 +417,7 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 	for _, l := range lines {
 		fmt.Fprintf(&lkey, "%s:%d,", l.File, l.Line)
 	}
-	list, _, err := cached(h, "cand", key("cand", t.ID, ws.Hash(), lkey.String()), func() ([]env.Candidate, int, error) {
+	list, _, err := cached(h, okey("cand", t.ID, ws.Hash(), lkey.String()), func() ([]env.Candidate, int, error) {
 		tmpl, err := h.ws.Template(ctx, t)
 		if err != nil {
 			return nil, 0, env.Infra(err)
@@ -578,7 +587,7 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 			return nil, total, fmt.Errorf("no candidate %d", id)
 		}
 		c := list[id]
-		res, cost, err := cached(h, "try", key("try", t.ID, ws.Hash(), candKey(c)), func() (env.TryResult, int, error) {
+		res, cost, err := cached(h, okey("try", t.ID, ws.Hash(), candKey(c)), func() (env.TryResult, int, error) {
 			h.st.tries.Add(1)
 			if ok, err := parses(ctx, sb, ws, c); err != nil || !ok {
 				return env.TryResult{Built: false, Failing: t.Tests()}, 0, err
@@ -614,7 +623,7 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 // or not (it is the reference of a try, not its outcome).
 func (h *Harness) baseline(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (env.TestReport, env.Cost, error) {
 	t := ws.Task
-	k := key("run", t.ID, ws.Hash(), strings.Join(t.Tests(), ","))
+	k := okey("run", t.ID, ws.Hash(), strings.Join(t.Tests(), ",")).hash
 	if v, ok := h.cache.get(k); ok {
 		return v.(env.TestReport), env.Cost{Cached: true}, nil
 	}
@@ -946,7 +955,7 @@ func currentFile(ctx context.Context, sb env.Sandbox, ws *env.Workspace, f strin
 // schema said. Its outcome is cached by the exact state it judged.
 func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (bool, env.Cost, error) {
 	t := ws.Task
-	return cached(h, "verdict", key("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
+	return cached(h, okey("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
 		h.st.verdicts.Add(1)
 		if err := h.restoreTests(ctx, sb, ws); err != nil {
 			return false, 0, err
@@ -954,7 +963,7 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		// A fix that makes a test loop fails in a bounded time: ten times the
 		// tests' time at the start, when known.
 		limit := h.cfg.TestTimeout
-		if v, ok := h.cache.get(key("run", t.ID, "", strings.Join(t.Tests(), ","))); ok {
+		if v, ok := h.cache.get(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash); ok {
 			limit = h.tryTimeout(v.(env.TestReport))
 		}
 		r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, "test", "-json", "-count=1", "-vet=off",
@@ -1094,8 +1103,8 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	// The run with the bug is what every episode's first run_tests and an
 	// unchanged workspace's verdict would find: remember both.
 	if bad.built {
-		h.cache.put(key("run", t.ID, "", strings.Join(t.Tests(), ",")), report(bad, t.Dir()))
-		h.cache.put(key("verdict", t.ID, ""), len(notPassed(t.Tests(), bad)) == 0 && !bad.timedOut)
+		h.cache.put(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash, report(bad, t.Dir()))
+		h.cache.put(okey("verdict", t.ID, "").hash, len(notPassed(t.Tests(), bad)) == 0 && !bad.timedOut)
 	}
 	var problems []string
 	switch {

@@ -138,6 +138,11 @@ func BinOf(t *env.Task) Knobs {
 	return MutationKnobs(t.Repo, t.Mutations)
 }
 
+// familyRank orders the families from easiest to hardest: real
+// mutations' (mutate's token, structural, idiom) and the simulation's
+// (token, guard, stmt).
+var familyRank = map[string]int{"token": 1, "structural": 2, "guard": 2, "idiom": 3, "stmt": 3}
+
 // MutationKnobs is the bin that mutations muts of module repo make, with
 // no rank (a rank is known only once the tests have run): BinOf of a task
 // with no recorded bin. The synthesizer steers what it tries by it.
@@ -147,12 +152,9 @@ func MutationKnobs(repo string, muts []env.Mutation) Knobs {
 		return k
 	}
 	k.K = len(muts)
-	// The families from easiest to hardest: real mutations' (mutate's
-	// token, structural, idiom) and the simulation's (token, guard, stmt).
-	rank := map[string]int{"token": 1, "structural": 2, "guard": 2, "idiom": 3, "stmt": 3}
 	files, funcs := map[string]bool{}, map[string]bool{}
 	for _, m := range muts {
-		if rank[m.Family] >= rank[k.Family] {
+		if familyRank[m.Family] >= familyRank[k.Family] {
 			k.Family = m.Family
 		}
 		files[m.File] = true

@@ -96,8 +96,8 @@ func TestFrontierThroughTheActors(t *testing.T) {
 	if sum.Synth.Steered == 0 || len(sum.Synth.Yield) < 2 {
 		t.Errorf("synth stats %+v: want steered requests and yield in several bins", sum.Synth)
 	}
-	if st := sum.Synth; st.SteeredTasks == 0 || st.SteeredMatched == 0 || st.SteeredMatched > st.SteeredTasks {
-		t.Errorf("synth stats: %d of %d tasks of steered requests in the bin asked for", st.SteeredMatched, st.SteeredTasks)
+	if f.SteeredTasks == 0 || f.SteeredMatched == 0 || f.SteeredMatched > f.SteeredTasks {
+		t.Errorf("frontier stats: %d of %d tasks of steered requests in the bin asked for", f.SteeredMatched, f.SteeredTasks)
 	}
 	if len(recs) == 0 || recs[len(recs)-1].Frontier == nil || recs[0].Kind != "curriculum" {
 		t.Fatalf("curriculum records: %d, want one per version", len(recs))

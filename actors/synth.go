@@ -14,12 +14,10 @@ import (
 // SynthStats is the synthesizer's part of a summary.
 type SynthStats struct {
 	Requests int64 `json:"requests"`
-	// Steered are the requests answered by a steerable source's TasksFor;
-	// SteeredTasks the tasks they brought, SteeredMatched those in the bin
-	// asked for (every knob asked for matched).
-	Steered        int64 `json:"steered"`
-	SteeredTasks   int64 `json:"steered_tasks"`
-	SteeredMatched int64 `json:"steered_matched"`
+	// Steered are the requests answered by a steerable source's TasksFor
+	// (what they brought is the curriculum's to count:
+	// synth.FrontierStats.SteeredTasks).
+	Steered int64 `json:"steered"`
 	// Compound are the requests for a compound task answered by a
 	// synth.Compounder; CompoundTasks the compound tasks they made.
 	Compound      int64 `json:"compound,omitempty"`
@@ -72,16 +70,6 @@ func (s *synthesizer) Receive(ctx actor.Context) {
 		s.inflight--
 		s.st.Tasks += int64(len(m.res.Tasks))
 		s.st.CompoundTasks += int64(m.compounds)
-		if k := m.req.Knobs; k != nil && *k != (synth.Knobs{}) {
-			if _, ok := s.src.(synth.Steerable); ok {
-				for i := m.compounds; i < len(m.res.Tasks); i++ {
-					s.st.SteeredTasks++
-					if k.Matches(synth.BinOf(&m.res.Tasks[i])) {
-						s.st.SteeredMatched++
-					}
-				}
-			}
-		}
 		for i := range m.res.Tasks {
 			if s.st.Yield == nil {
 				s.st.Yield = make(map[string]int64)

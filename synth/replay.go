@@ -124,6 +124,10 @@ type FrontierStats struct {
 	// Requests counts synthesis requests; Steered those that named a bin.
 	Requests int64 `json:"synth_requests"`
 	Steered  int64 `json:"synth_steered"`
+	// SteeredTasks counts the tasks that requests naming a bin or knob
+	// brought; SteeredMatched those in the bin asked for.
+	SteeredTasks   int64 `json:"steered_tasks"`
+	SteeredMatched int64 `json:"steered_matched"`
 	// Compounds counts the compound requests; CompoundTasks the compound
 	// tasks they brought; CompoundTried and CompoundPassed the outcomes of
 	// those tasks' first groups.
@@ -637,7 +641,7 @@ func binValue(ev evidence, tau float64, f int) float64 {
 
 // Synthesized counts what a request yielded, per bin.
 func (r *Replay) Synthesized(req Request, tasks []env.Task) {
-	if req.Knobs != nil && *req.Knobs != (Knobs{}) && req.Base == nil {
+	if req.Knobs != nil && *req.Knobs != (Knobs{}) {
 		key := req.Knobs.Key()
 		r.requested[key] += int64(len(tasks))
 		for i := range tasks {
@@ -768,6 +772,11 @@ func (r *Replay) Stats() CurriculumStats {
 	}
 	sort.Slice(f.Bins, func(i, j int) bool { return f.Bins[i].Bin < f.Bins[j].Bin })
 	f.Aim = r.aim
+	f.SteeredTasks, f.SteeredMatched = 0, 0
+	for k, n := range r.requested {
+		f.SteeredTasks += n
+		f.SteeredMatched += r.matched[k]
+	}
 	if r.steeredN > 0 {
 		f.SteeredPassRate = float64(r.steeredPass) / float64(r.steeredN)
 	}

@@ -375,7 +375,7 @@ func (s *Synthesizer) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env
 		}
 		return matched >= n
 	})
-	return s.hand(n, fresh, err, func(a, b *synth.TaskRecord) int { return cmp.Compare(miss(a), miss(b)) })
+	return s.hand(n, fresh, err, func(a, b *synth.TaskRecord) int { return cmp.Compare(miss(a), miss(b)) }, nil)
 }
 
 // steerLimit bounds the tasks a steered request makes, per task asked for,
@@ -395,7 +395,7 @@ func (s *Synthesizer) setSteer(k synth.Knobs) {
 // calls.
 func (s *Synthesizer) draw(ctx context.Context, n int, order func(a, b *synth.TaskRecord) int) ([]env.Task, error) {
 	fresh, err := s.fill(ctx, 2*n, 0, nil)
-	return s.hand(n, fresh, err, order)
+	return s.hand(n, fresh, err, order, nil)
 }
 
 // fill takes the pool and validates more, until the pool would hold at
@@ -429,23 +429,30 @@ func (s *Synthesizer) fill(ctx context.Context, min, limit int, enough func(*syn
 	return fresh, err
 }
 
-// hand puts fresh into the pool and hands out its n first by order.
-func (s *Synthesizer) hand(n int, fresh []synth.TaskRecord, err error, order func(a, b *synth.TaskRecord) int) ([]env.Task, error) {
+// hand puts fresh into the pool and hands out, of those take accepts
+// (nil: all), the n first by order (nil: in the pool's order; a stable
+// sort, so that ties keep the order they were made in); an error wrapping
+// ErrExhausted with fewer.
+func (s *Synthesizer) hand(n int, fresh []synth.TaskRecord, err error, order func(a, b *synth.TaskRecord) int, take func(*synth.TaskRecord) bool) ([]env.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pool = append(s.pool, fresh...)
 	if err != nil && !errors.Is(err, ErrExhausted) {
 		return nil, err
 	}
-	slices.SortStableFunc(s.pool, func(a, b synth.TaskRecord) int { return order(&a, &b) })
-	k := min(n, len(s.pool))
-	out := make([]env.Task, k)
-	for i, r := range s.pool[:k] {
-		out[i] = r.Task
+	if order != nil {
+		slices.SortStableFunc(s.pool, func(a, b synth.TaskRecord) int { return order(&a, &b) })
 	}
-	s.pool = slices.Delete(s.pool, 0, k)
-	if k < n {
-		return out, fmt.Errorf("%d of %d tasks: %w", k, n, ErrExhausted)
+	out := make([]env.Task, 0, n)
+	s.pool = slices.DeleteFunc(s.pool, func(r synth.TaskRecord) bool {
+		if len(out) < n && (take == nil || take(&r)) {
+			out = append(out, r.Task)
+			return true
+		}
+		return false
+	})
+	if len(out) < n {
+		return out, fmt.Errorf("%d of %d tasks: %w", len(out), n, ErrExhausted)
 	}
 	return out, nil
 }
@@ -490,22 +497,13 @@ func (s *Synthesizer) Compound(ctx context.Context, n int, base env.Task) ([]env
 	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
 		err = nil // the compound job ended
 	}
-	// The compounds go out; the rest stay in the pool.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pool = append(s.pool, fresh...)
-	if err != nil && !errors.Is(err, ErrExhausted) {
-		return nil, err
+	// The compounds go out; the rest stay in the pool. Fewer than n is
+	// no error: few of a base's compounds may hold.
+	out, err := s.hand(n, fresh, err, nil, isCompound)
+	if errors.Is(err, ErrExhausted) {
+		err = nil
 	}
-	var out []env.Task
-	s.pool = slices.DeleteFunc(s.pool, func(r synth.TaskRecord) bool {
-		if len(out) < n && isCompound(&r) {
-			out = append(out, r.Task)
-			return true
-		}
-		return false
-	})
-	return out, nil
+	return out, err
 }
 
 // pkgOf returns the package job of task t, or nil when t's module or

@@ -61,11 +61,17 @@ func TestDifficulty(t *testing.T) {
 
 func newTiny(t *testing.T) *Synthesizer {
 	t.Helper()
+	return newSynth(t, []Module{tinyModule(t)}, Config{})
+}
+
+// tinyModule is the tiny test module, used in place.
+func tinyModule(t *testing.T) Module {
+	t.Helper()
 	m, err := Local(tiny)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newSynth(t, []Module{m}, Config{})
+	return m
 }
 
 // newSynth returns a Synthesizer over mods validating in process
@@ -175,10 +181,7 @@ func TestSynthesizerContinuesAStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on a module")
 	}
-	m, err := Local(tiny)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyModule(t)
 	cfg := Config{Workers: 1, MaxMutants: 32, Combos: -1}
 	before := generate(t, newSynth(t, []Module{m}, cfg), 3)
 	if len(before) != 3 {

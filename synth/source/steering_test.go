@@ -63,10 +63,7 @@ func TestTasksForSteersK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on a module")
 	}
-	m, err := Local(tiny)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyModule(t)
 	var singles, combined int
 	observe := func(m validate.Mutant, _ validate.Result) {
 		if len(m.Mutations) == 1 {
@@ -100,10 +97,7 @@ func TestCompound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on a module")
 	}
-	m, err := Local(tiny)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyModule(t)
 	s := newSynth(t, []Module{m}, Config{Workers: 2, MaxMutants: 64, Combos: -1})
 	base, err := s.TasksFor(context.Background(), 1, synth.Knobs{K: 1, Family: "token"})
 	if err != nil || len(base) != 1 {

@@ -152,6 +152,10 @@ func MutationKnobs(repo string, muts []env.Mutation) Knobs {
 		return k
 	}
 	k.K = len(muts)
+	if k.K == 1 { // the common case, without the maps (steering asks per mutant)
+		k.Family, k.Locality = muts[0].Family, "single"
+		return k
+	}
 	files, funcs := map[string]bool{}, map[string]bool{}
 	for _, m := range muts {
 		if familyRank[m.Family] >= familyRank[k.Family] {
@@ -161,8 +165,6 @@ func MutationKnobs(repo string, muts []env.Mutation) Knobs {
 		funcs[m.File+"\x00"+m.Func] = true
 	}
 	switch {
-	case k.K == 1:
-		k.Locality = "single"
 	case len(funcs) == 1:
 		k.Locality = "func"
 	case len(files) == 1:

@@ -118,6 +118,12 @@ type Candidate struct {
 	Desc string `json:"desc"`
 	// Edits are byte-range replacements of File as it is now.
 	Edits []Edit `json:"edits"`
+	// Affinity is, for a candidate that borrows or builds code (a
+	// condition for an if true, a statement for an empty body), the share
+	// of the names it uses that the code around it uses too; Local says
+	// the borrowed code comes from the same function.
+	Affinity float64 `json:"affinity,omitempty"`
+	Local    bool    `json:"local,omitempty"`
 }
 
 // Edit replaces Old at byte Offset of a file with New.

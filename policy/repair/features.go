@@ -17,7 +17,7 @@ var (
 	// Ops are the templates the features tell apart (Kinds groups them);
 	// NewTokens the replacement texts of one-token edits: which of a line's
 	// alternatives restores the code is mostly in what it writes.
-	Ops       = []string{"compare-boundary", "compare-negate", "arithmetic", "incdec", "logical", "int-literal", "bool-literal", "unary-minus", "swap-args", "break-continue", "slice-bound", "restore-bound", "nil-error", "restore-err", "add-err-guard", "negate-cond", "other"}
+	Ops       = []string{"compare-boundary", "compare-negate", "arithmetic", "incdec", "logical", "int-literal", "bool-literal", "unary-minus", "swap-args", "break-continue", "slice-bound", "restore-bound", "nil-error", "restore-err", "add-err-guard", "negate-cond", "restore-cond", "fill-body", "other"}
 	NewTokens = []string{"<", "<=", ">", ">=", "==", "!=", "+", "-", "*", "/", "&&", "||", "true", "false", "++", "--", "0", "1", "other"}
 )
 
@@ -57,9 +57,11 @@ const (
 )
 
 const (
-	fNewToken       = fOp + 17 + iota // len(NewTokens) one-hot, one-edit candidates only
+	fNewToken       = fOp + 19 + iota // len(NewTokens) one-hot, one-edit candidates only
 	fFirstAlt       = fNewToken + 19 + iota - 1
 	fSmallerLiteral // an integer literal made smaller
+	fAffinity       // borrowed code: the share of its names its context uses
+	fLocal          // borrowed code from the same function
 	// Dim is the length of every feature vector.
 	Dim
 )
@@ -85,7 +87,7 @@ var FeatureNames = func() []string {
 	for i, t := range NewTokens {
 		n[fNewToken+i] = "new_" + t
 	}
-	n[fFirstAlt], n[fSmallerLiteral] = "first_alternative", "smaller_literal"
+	n[fFirstAlt], n[fSmallerLiteral], n[fAffinity], n[fLocal] = "first_alternative", "smaller_literal", "affinity", "local"
 	return n
 }()
 
@@ -191,6 +193,8 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 		x[fFirstAlt] = b2f(f.first[l] == c.ID)
 	}
 	x[fOp+index(Ops, c.Op)] = 1
+	x[fAffinity] = float32(c.Affinity)
+	x[fLocal] = b2f(c.Local)
 	if len(c.Edits) == 1 {
 		e := c.Edits[0]
 		x[fNewToken+index(NewTokens, strings.TrimSpace(e.New))] = 1

@@ -85,6 +85,10 @@ type Site struct {
 	Edits []Edit
 
 	src []byte
+	// affinity and local describe a repair that borrows code (Repair's
+	// fields of the same names).
+	affinity float64
+	local    bool
 }
 
 // ParseFamily returns the family named name (Family.String's names).

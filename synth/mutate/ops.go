@@ -26,6 +26,10 @@ type walker struct {
 	cx     int
 	stack  []ast.Node
 	sites  []Site
+
+	// conds and stmts are the file's conditions and one-statement if
+	// bodies, which repairs may borrow (Repairs only).
+	conds, stmts []ingredient
 }
 
 func (w *walker) index() {

@@ -33,6 +33,12 @@ type Repair struct {
 	// Context is the kind of statement the edit is in: if, for, return,
 	// assign, expr, switch, decl or other.
 	Context string
+	// Affinity is, for a repair that borrows or builds code (restore-cond,
+	// fill-body), the share of the names it uses that the code around
+	// the mark uses too (the if's body for a condition, its condition for
+	// a body); Local says the borrowed code comes from the same function.
+	Affinity float64
+	Local    bool
 }
 
 // repairKinds maps operators to repair families.
@@ -41,6 +47,7 @@ var repairKinds = map[string]string{
 	OpLogical: "token", OpIntLiteral: "token", OpBoolLiteral: "token", OpUnaryMinus: "token",
 	OpSwapArgs: "args", OpBreakContinue: "stmt", OpSliceBound: "bounds", OpRestoreBound: "bounds",
 	OpNilError: "return", OpRestoreErr: "return", OpAddErrGuard: "guard", OpNegateCond: "guard",
+	OpRestoreCond: "guard", OpFillBody: "stmt",
 }
 
 // Repairs lists the candidate repairs of file whose edits touch one of
@@ -70,6 +77,7 @@ func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, 
 	}
 	w := &walker{tf: tf, file: file, src: src, info: info}
 	w.index()
+	w.conds, w.stmts = w.ingredients()
 	for _, d := range file.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {
@@ -102,7 +110,8 @@ func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, 
 			continue // does not parse
 		}
 		seen[key] = true
-		byLine[i] = append(byLine[i], Repair{Site: s, Kind: kind, Context: contextAt(file, tf, s.Edits[0].Offset)})
+		byLine[i] = append(byLine[i], Repair{Site: s, Kind: kind, Context: contextAt(file, tf, s.Edits[0].Offset),
+			Affinity: s.affinity, Local: s.local})
 	}
 	var out []Repair
 	for _, rs := range byLine {
@@ -144,6 +153,12 @@ func (w *walker) visitRepair(n ast.Node) bool {
 	case *ast.IfStmt:
 		if _, ok := x.Cond.(*ast.UnaryExpr); !ok {
 			w.replaceNode(OpNegateCond, Idiom, x.Cond, x.Cond, "!("+w.text(x.Cond)+")")
+		}
+		if w.info != nil && isBoolLiteral(x.Cond) {
+			w.restoreCond(x, w.conds)
+		}
+		if w.info != nil && len(x.Body.List) == 0 {
+			w.fillBody(x, w.stmts)
 		}
 	}
 	return true

@@ -78,3 +78,113 @@ func TestRepairsUndoMutations(t *testing.T) {
 		}
 	}
 }
+
+// TestBorrowingRepairs checks the templates that borrow code at the marks
+// a forced condition and an emptied body leave: the condition tested
+// elsewhere in the file (through a parameter of the same name and type in
+// another function), a nil check built from the body's variables, the
+// error returned for an empty body, and nothing whose names mean
+// something else at the mark.
+func TestBorrowingRepairs(t *testing.T) {
+	src := `package p
+
+import "errors"
+
+var errNeg = errors.New("negative")
+
+func count(xs []int, limit int) (int, error) {
+	n := 0
+	for _, x := range xs {
+		if x > limit {
+			continue
+		}
+		n++
+	}
+	return n, nil
+}
+
+func first(xs []int, limit int) (int, error) {
+	v, err := pick(xs)
+	if err != nil {
+	}
+	for _, x := range xs {
+		if true {
+			return x, nil
+		}
+	}
+	return v, nil
+}
+
+func pick(xs []int) (int, error) {
+	limit := "a string"
+	if len(limit) > 3 {
+		return 0, errNeg
+	}
+	if true {
+		return xs[0], nil
+	}
+	return 0, nil
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := Check(fset, "p", []*ast.File{f}, importer.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(line int) map[string]Repair {
+		out := map[string]Repair{}
+		for _, r := range Repairs(fset, f, []byte(src), info, []int{line}) {
+			if r.Op == OpRestoreCond || r.Op == OpFillBody {
+				out[strings.TrimSpace(r.Edits[0].New)] = r
+			}
+		}
+		return out
+	}
+	// if true at line 23 (in first): x > limit is borrowed from count,
+	// through variables of the same name and type.
+	got := at(23)
+	if r, ok := got["x > limit"]; !ok || r.Local || r.Affinity != 0.5 {
+		t.Errorf("line 23: want x > limit borrowed from another function, with affinity 0.5 (x of its two names is in the body): %q %+v", keys(got), got["x > limit"].Affinity)
+	}
+	if _, ok := got["x <= limit"]; !ok {
+		t.Errorf("line 23: want the negation x <= limit: %v", keys(got))
+	}
+	if _, ok := got["len(xs) == 0"]; !ok {
+		t.Errorf("line 23: want a length check built from the function's variables: %v", keys(got))
+	}
+	// if true at line 35 (in pick): limit is a string there, so x > limit
+	// and anything else naming the other limit must not be proposed.
+	for text := range at(35) {
+		if strings.Contains(text, "x ") || strings.Contains(text, "limit >") {
+			t.Errorf("line 35: %q does not compile there", text)
+		}
+	}
+	// The empty body at line 20: return the error in scope first.
+	body := Repairs(fset, f, []byte(src), info, []int{20})
+	var fills []string
+	for _, r := range body {
+		if r.Op == OpFillBody {
+			fills = append(fills, strings.TrimSpace(r.Edits[0].New))
+		}
+	}
+	if len(fills) == 0 || fills[0] != "return 0, err" {
+		t.Fatalf("line 20: want return 0, err first, got %q", fills)
+	}
+	for _, f := range fills {
+		if f == "continue" || f == "break" {
+			t.Errorf("line 20: %q outside a loop", f)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -452,7 +452,7 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 			for _, r := range mutate.Repairs(pkg.fset, sf.file, sf.src, pkg.info, byFile[f]) {
 				l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}
 				perLine[l] = append(perLine[l], env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
-					Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: toEnvEdits(r.Edits)})
+					Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: toEnvEdits(r.Edits), Affinity: r.Affinity, Local: r.Local})
 			}
 		}
 		var out []env.Candidate

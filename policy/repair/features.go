@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/frognano/frog/env"
 )
@@ -62,6 +63,7 @@ const (
 	fSmallerLiteral // an integer literal made smaller
 	fAffinity       // borrowed code: the share of its names its context uses
 	fLocal          // borrowed code from the same function
+	fTestName       // the share of its function's name words the failing tests' names hold
 	// Dim is the length of every feature vector.
 	Dim
 )
@@ -87,7 +89,7 @@ var FeatureNames = func() []string {
 	for i, t := range NewTokens {
 		n[fNewToken+i] = "new_" + t
 	}
-	n[fFirstAlt], n[fSmallerLiteral], n[fAffinity], n[fLocal] = "first_alternative", "smaller_literal", "affinity", "local"
+	n[fFirstAlt], n[fSmallerLiteral], n[fAffinity], n[fLocal], n[fTestName] = "first_alternative", "smaller_literal", "affinity", "local", "test_name"
 	return n
 }()
 
@@ -103,11 +105,21 @@ type Featurizer struct {
 	files    map[string]bool
 	panic    bool
 	timeout  bool
+	// words are the words of the failing tests' names; funcWords caches
+	// each function's share of them.
+	words     map[string]bool
+	funcWords map[string]float32
 }
 
 // NewFeaturizer prepares the features of st's options.
 func NewFeaturizer(st *State) *Featurizer {
-	f := &Featurizer{st: st, suspects: map[env.Line]Suspect{}, perLine: map[env.Line]int{}, first: map[env.Line]int{}, improved: map[env.Line]int{}, files: map[string]bool{}}
+	f := &Featurizer{st: st, suspects: map[env.Line]Suspect{}, perLine: map[env.Line]int{}, first: map[env.Line]int{}, improved: map[env.Line]int{}, files: map[string]bool{},
+		words: map[string]bool{}, funcWords: map[string]float32{}}
+	for _, t := range st.Failing0 {
+		for _, w := range Words(t) {
+			f.words[w] = true
+		}
+	}
 	sus := st.Suspects
 	for _, s := range sus {
 		f.suspects[s.Line] = s
@@ -193,6 +205,7 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 		x[fFirstAlt] = b2f(f.first[l] == c.ID)
 	}
 	x[fOp+index(Ops, c.Op)] = 1
+	x[fTestName] = f.testName(c.Func)
 	x[fAffinity] = float32(c.Affinity)
 	x[fLocal] = b2f(c.Local)
 	if len(c.Edits) == 1 {
@@ -205,6 +218,75 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 		}
 	}
 	return x
+}
+
+// testName is the share of the words of function fn's name (receiver
+// type and name) that the failing tests' names hold: tests are often named
+// after what they test.
+func (f *Featurizer) testName(fn string) float32 {
+	if v, ok := f.funcWords[fn]; ok {
+		return v
+	}
+	ws := Words(fn)
+	n := 0
+	for _, w := range ws {
+		if f.words[w] {
+			n++
+		}
+	}
+	v := float32(0)
+	if len(ws) > 0 {
+		v = float32(n) / float32(len(ws))
+	}
+	f.funcWords[fn] = v
+	return v
+}
+
+// Words splits an identifier or a test's name into its lower-case words
+// of two letters or more ("TestParseURL/empty" holds parse, url and
+// empty; a Test, Fuzz, Benchmark or Example prefix is left out; so are
+// digits).
+func Words(name string) []string {
+	var out []string
+	for i, part := range strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if i == 0 {
+			for _, p := range []string{"Test", "Fuzz", "Benchmark", "Example"} {
+				if strings.HasPrefix(part, p) {
+					part = part[len(p):]
+					break
+				}
+			}
+		}
+		rs := []rune(part)
+		start := 0
+		flush := func(end int) {
+			if w := strings.ToLower(string(rs[start:end])); len(w) >= 2 {
+				out = append(out, w)
+			}
+			start = end
+		}
+		for j := 1; j < len(rs); j++ {
+			lower := func(r rune) bool { return r >= 'a' && r <= 'z' }
+			upper := func(r rune) bool { return r >= 'A' && r <= 'Z' }
+			digit := func(r rune) bool { return r >= '0' && r <= '9' }
+			switch {
+			case digit(rs[j]) != digit(rs[j-1]):
+				if digit(rs[j-1]) {
+					start = j // drop the digits
+				} else {
+					flush(j)
+				}
+			case upper(rs[j]) && lower(rs[j-1]):
+				flush(j)
+			case upper(rs[j-1]) && upper(rs[j]) && j+1 < len(rs) && lower(rs[j+1]):
+				flush(j)
+			}
+		}
+		if start < len(rs) && !(len(rs) > 0 && rs[len(rs)-1] >= '0' && rs[len(rs)-1] <= '9') {
+			flush(len(rs))
+		}
+	}
+	return out
 }
 
 // Stop returns the features of stopping now (submitting).

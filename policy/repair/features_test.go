@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/frognano/frog/env"
@@ -8,7 +9,7 @@ import (
 
 func TestFeatureLayout(t *testing.T) {
 	if fContext != fKind+len(Kinds) || fNamedLine != fContext+len(Contexts) || fOp != fStop+1 ||
-		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fLocal+1 {
+		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fTestName+1 {
 		t.Fatalf("layout: kind %d context %d named %d stop %d dim %d", fKind, fContext, fNamedLine, fStop, Dim)
 	}
 	seen := map[string]bool{}
@@ -53,5 +54,20 @@ func TestCandidateFeatures(t *testing.T) {
 	}
 	if x := f.Stop(); x[name["first_alternative"]] != 0 || x[name["op_other"]] != 0 {
 		t.Errorf("stop has candidate features: %v", x)
+	}
+}
+
+func TestWords(t *testing.T) {
+	for name, want := range map[string]string{
+		"TestParseURL/empty_input": "parse url empty input",
+		"TestVersion7Monotonicity": "version monotonicity",
+		"(*Tree).Insert":           "tree insert",
+		"Tree.insertNode":          "tree insert node",
+		"FuzzFromBytes":            "from bytes",
+		"HTTPServer":               "http server",
+	} {
+		if got := strings.Join(Words(name), " "); got != want {
+			t.Errorf("Words(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

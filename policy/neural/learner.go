@@ -20,7 +20,13 @@ type Config struct {
 	// Entropy the weight of the entropy bonus; MaxGradNorm the global norm
 	// gradients are clipped to (0: no clipping); Epochs the passes over
 	// each batch.
-	LR          float64 `json:"lr"`
+	LR float64 `json:"lr"`
+	// WideLR is the learning rate of the network's wide (linear) part, the
+	// part that carries across modules (0: LR). A run of a few dozen
+	// updates moves a weight by about its rate per step, and the prior's
+	// weights are of order 1: at LR the wide part cannot reorder what
+	// fault localisation ranks within a run.
+	WideLR      float64 `json:"wide_lr,omitempty"`
 	Clip        float64 `json:"clip"`
 	Entropy     float64 `json:"entropy"`
 	MaxGradNorm float64 `json:"max_grad_norm"`
@@ -60,7 +66,7 @@ const (
 
 // DefaultConfig is the learner `frog train` starts from.
 func DefaultConfig() Config {
-	return Config{Dims: DefaultDims, LR: 3e-3, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1}
+	return Config{Dims: DefaultDims, LR: 3e-3, WideLR: 3e-2, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1}
 }
 
 // Validate reports the first nonsensical field.
@@ -70,6 +76,8 @@ func (c Config) Validate() error {
 		return c.Dims.valid()
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("learning rate %v: want > 0", c.LR)
+	case !(c.WideLR >= 0) || math.IsInf(c.WideLR, 0):
+		return fmt.Errorf("wide learning rate %v: want >= 0", c.WideLR)
 	case !(c.Clip > 0 && c.Clip < 1):
 		return fmt.Errorf("clip %v: want in (0, 1)", c.Clip)
 	case c.Entropy < 0 || c.MaxGradNorm < 0 || math.IsNaN(c.Entropy) || math.IsNaN(c.MaxGradNorm):

@@ -346,3 +346,54 @@ func TestTryCredit(t *testing.T) {
 		t.Error("credit \"nope\" validated")
 	}
 }
+
+// TestWideLearningRate checks that the wide part steps at WideLR and the
+// deep part at LR: from one start and one batch, a first Adam step moves
+// each weight by about its rate (the step is lr·ĝ/|ĝ|), so a tenfold wide
+// rate moves the wide part ten times as far and the deep part as far.
+func TestWideLearningRate(t *testing.T) {
+	moved := func(wide float64) (deep, wideMove float64) {
+		cfg := DefaultConfig()
+		cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
+		cfg.Epochs, cfg.WideLR = 1, wide
+		l, err := NewLearner(cuda.NewCPU(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		before := append([]float32(nil), l.Current().Params...)
+		rows := [][]float32{make([]float32, repair.Dim), make([]float32, repair.Dim)}
+		rows[0][0], rows[1][0], rows[0][featureIndex("alternatives")] = 1, 1, 1
+		mk := func(choice int, r float64) *env.Trajectory {
+			d := repair.Decision(Kind, rows, choice, 1)
+			lp, _ := l.Current().LogProb(d)
+			return &env.Trajectory{Reward: r, Steps: []env.Step{{Action: env.Action{Tool: env.ToolTry, Decision: d, LogProb: lp}}}}
+		}
+		p, _, err := l.Update(context.Background(), []policy.Group{{Trajectories: []*env.Trajectory{mk(0, 1), mk(1, 0)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := p.(*Policy).Params
+		wl := cfg.Dims.layout().wl
+		for i := range before {
+			d := math.Abs(float64(after[i] - before[i]))
+			if i < wl {
+				deep = math.Max(deep, d)
+			} else {
+				wideMove = math.Max(wideMove, d)
+			}
+		}
+		return deep, wideMove
+	}
+	d1, w1 := moved(0) // WideLR 0: LR everywhere
+	d10, w10 := moved(10 * DefaultConfig().LR)
+	if w1 == 0 || d1 == 0 {
+		t.Fatalf("nothing moved: deep %g, wide %g", d1, w1)
+	}
+	if r := w10 / w1; r < 9 || r > 11 {
+		t.Errorf("wide part moved %.3g with a tenfold rate against %.3g: ratio %.2f, want 10", w10, w1, r)
+	}
+	if r := d10 / d1; r < 0.99 || r > 1.01 {
+		t.Errorf("deep part moved %.3g against %.3g: its rate did not stay LR", d10, d1)
+	}
+}

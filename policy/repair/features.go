@@ -64,6 +64,8 @@ const (
 	fAffinity       // borrowed code: the share of its names its context uses
 	fLocal          // borrowed code from the same function
 	fTestName       // the share of its function's name words the failing tests' names hold
+	fTestMessage    // the same of the failing tests' messages
+	fFrameFunc      // its function is on a failing test's panic stack
 	// Dim is the length of every feature vector.
 	Dim
 )
@@ -90,6 +92,7 @@ var FeatureNames = func() []string {
 		n[fNewToken+i] = "new_" + t
 	}
 	n[fFirstAlt], n[fSmallerLiteral], n[fAffinity], n[fLocal], n[fTestName] = "first_alternative", "smaller_literal", "affinity", "local", "test_name"
+	n[fTestMessage], n[fFrameFunc] = "test_message", "frame_func"
 	return n
 }()
 
@@ -105,16 +108,19 @@ type Featurizer struct {
 	files    map[string]bool
 	panic    bool
 	timeout  bool
-	// words are the words of the failing tests' names; funcWords caches
-	// each function's share of them.
-	words     map[string]bool
-	funcWords map[string]float32
+	// words and msgWords are the words of the failing tests' names and
+	// messages; funcWords caches each function's share of them.
+	words, msgWords map[string]bool
+	funcWords       map[string][2]float32
+	// frameFuncs are the functions of the failing tests' panic stacks, as
+	// candidates name them ("Type.Method" or "Func").
+	frameFuncs map[string]bool
 }
 
 // NewFeaturizer prepares the features of st's options.
 func NewFeaturizer(st *State) *Featurizer {
 	f := &Featurizer{st: st, suspects: map[env.Line]Suspect{}, perLine: map[env.Line]int{}, first: map[env.Line]int{}, improved: map[env.Line]int{}, files: map[string]bool{},
-		words: map[string]bool{}, funcWords: map[string]float32{}}
+		words: map[string]bool{}, msgWords: map[string]bool{}, funcWords: map[string][2]float32{}, frameFuncs: map[string]bool{}}
 	for _, t := range st.Failing0 {
 		for _, w := range Words(t) {
 			f.words[w] = true
@@ -152,6 +158,10 @@ func NewFeaturizer(st *State) *Featurizer {
 			for _, fr := range t.Frames {
 				f.named = append(f.named, env.Line{File: fr.File, Line: fr.Line})
 				f.files[fr.File] = true
+				f.frameFuncs[FrameFunc(fr.Func)] = true
+			}
+			for _, w := range Words(t.Message) {
+				f.msgWords[w] = true
 			}
 		}
 	}
@@ -205,7 +215,9 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 		x[fFirstAlt] = b2f(f.first[l] == c.ID)
 	}
 	x[fOp+index(Ops, c.Op)] = 1
-	x[fTestName] = f.testName(c.Func)
+	tw := f.testWords(c.Func)
+	x[fTestName], x[fTestMessage] = tw[0], tw[1]
+	x[fFrameFunc] = b2f(f.frameFuncs[c.Func])
 	x[fAffinity] = float32(c.Affinity)
 	x[fLocal] = b2f(c.Local)
 	if len(c.Edits) == 1 {
@@ -220,26 +232,50 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 	return x
 }
 
-// testName is the share of the words of function fn's name (receiver
-// type and name) that the failing tests' names hold: tests are often named
-// after what they test.
-func (f *Featurizer) testName(fn string) float32 {
+// testWords is the share of the words of function fn's name (receiver
+// type and name) that the failing tests' names hold, and the share their
+// messages hold: tests and their messages often name what they test.
+func (f *Featurizer) testWords(fn string) [2]float32 {
 	if v, ok := f.funcWords[fn]; ok {
 		return v
 	}
 	ws := Words(fn)
-	n := 0
+	var v [2]float32
 	for _, w := range ws {
-		if f.words[w] {
-			n++
-		}
+		v[0] += b2f(f.words[w])
+		v[1] += b2f(f.msgWords[w])
 	}
-	v := float32(0)
 	if len(ws) > 0 {
-		v = float32(n) / float32(len(ws))
+		v[0] /= float32(len(ws))
+		v[1] /= float32(len(ws))
 	}
 	f.funcWords[fn] = v
 	return v
+}
+
+// FrameFunc names a stack frame's function as candidates name theirs:
+// "github.com/a/b.(*Tree).Insert.func1" is "Tree.Insert" (a closure's
+// frame counts as its function's; so do a generic type's).
+func FrameFunc(fn string) string {
+	if i := strings.LastIndex(fn, "/"); i >= 0 {
+		fn = fn[i+1:]
+	}
+	if i := strings.Index(fn, "."); i >= 0 {
+		fn = fn[i+1:] // the package
+	}
+	fn = strings.NewReplacer("(*", "", "(", "", ")", "", "[...]", "").Replace(fn)
+	parts := strings.Split(fn, ".")
+	for len(parts) > 1 {
+		last := strings.TrimPrefix(parts[len(parts)-1], "func")
+		if last == "" || strings.TrimLeft(last, "0123456789") != "" {
+			break
+		}
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) > 2 {
+		parts = parts[:2]
+	}
+	return strings.Join(parts, ".")
 }
 
 // Words splits an identifier or a test's name into its lower-case words

@@ -9,7 +9,7 @@ import (
 
 func TestFeatureLayout(t *testing.T) {
 	if fContext != fKind+len(Kinds) || fNamedLine != fContext+len(Contexts) || fOp != fStop+1 ||
-		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fTestName+1 {
+		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fFrameFunc+1 {
 		t.Fatalf("layout: kind %d context %d named %d stop %d dim %d", fKind, fContext, fNamedLine, fStop, Dim)
 	}
 	seen := map[string]bool{}
@@ -68,6 +68,21 @@ func TestWords(t *testing.T) {
 	} {
 		if got := strings.Join(Words(name), " "); got != want {
 			t.Errorf("Words(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestFrameFunc(t *testing.T) {
+	for frame, want := range map[string]string{
+		"github.com/a/b.(*Tree).Insert":       "Tree.Insert",
+		"github.com/a/b.(*Tree).Insert.func1": "Tree.Insert",
+		"github.com/a/b/c.parse.func2.1":      "parse",
+		"github.com/a/b/c.parse.func2":        "parse",
+		"b.New":                               "New",
+		"github.com/a/b.List[...].Push":       "List.Push",
+	} {
+		if got := FrameFunc(frame); got != want {
+			t.Errorf("FrameFunc(%q) = %q, want %q", frame, got, want)
 		}
 	}
 }

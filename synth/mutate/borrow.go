@@ -69,7 +69,7 @@ func (w *walker) ingredients() (conds, stmts []ingredient) {
 				add(&stmts, x.Body.List[0])
 			}
 		case *ast.ReturnStmt:
-			if _, inIf := stack[len(stack)-2].(*ast.BlockStmt); inIf && !oneStmtIfBody(stack) {
+			if _, inBlock := stack[len(stack)-2].(*ast.BlockStmt); inBlock && !oneStmtIfBody(stack) {
 				add(&stmts, x)
 			}
 		case *ast.ForStmt:

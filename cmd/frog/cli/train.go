@@ -125,6 +125,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	f.IntVar(&o.Run.MaxUpdateFailures, "max-update-failures", o.Run.MaxUpdateFailures, "end the run after this many failed updates in a row (0: never)")
 	f.StringVar(&o.Device, "device", "auto", "tensor backend of the learner: auto (a GPU when one opens, else the CPU), cpu or cuda")
 	f.Float64Var(&o.Learner.LR, "lr", o.Learner.LR, "Adam learning rate")
+	f.Float64Var(&o.Learner.WideLR, "wide-lr", o.Learner.WideLR, "Adam learning rate of the network's wide (linear) part, the part that carries across modules (0: --lr)")
 	f.Float64Var(&o.Learner.Clip, "clip", o.Learner.Clip, "GRPO ratio clip ε")
 	f.Float64Var(&o.Learner.Entropy, "entropy", o.Learner.Entropy, "entropy bonus weight")
 	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")

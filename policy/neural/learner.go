@@ -231,6 +231,28 @@ func (l *Learner) collect(groups []policy.Group) batch {
 			}
 		}
 		b.trajs += len(g.Trajectories)
+		// Each trajectory weighs the same, however many decisions it made:
+		// its decisions share its weight (the group's mean decisions per
+		// trajectory). Summed over decisions instead, the long failing
+		// rollouts outweigh the short rewarded ones, and what every option
+		// shares against stopping (in_package, the bias of the deep part)
+		// drifts toward stopping whatever the tries said.
+		weight := make([]float64, len(g.Trajectories))
+		if !perTry && len(ds) > 0 {
+			n := make([]int, len(g.Trajectories))
+			used := 0
+			for _, a := range ds {
+				if n[a.ti] == 0 {
+					used++
+				}
+				n[a.ti]++
+			}
+			for ti := range weight {
+				if n[ti] > 0 {
+					weight[ti] = float64(len(ds)) / float64(used) / float64(n[ti])
+				}
+			}
+		}
 		for i, a := range ds {
 			s := &g.Trajectories[a.ti].Steps[a.si]
 			d := s.Action.Decision
@@ -238,11 +260,11 @@ func (l *Learner) collect(groups []policy.Group) batch {
 			b.x = append(b.x, d.Features...)
 			b.off = append(b.off, start+int32(d.Options()))
 			b.chosen = append(b.chosen, start+int32(d.Chosen))
-			ai := a.ti
+			v := adv[a.ti] * weight[a.ti]
 			if perTry {
-				ai = i
+				v = adv[i]
 			}
-			b.adv = append(b.adv, float32(adv[ai]))
+			b.adv = append(b.adv, float32(v))
 			b.old = append(b.old, s.Action.LogProb)
 		}
 	}

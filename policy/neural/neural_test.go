@@ -397,3 +397,42 @@ func TestWideLearningRate(t *testing.T) {
 		t.Errorf("deep part moved %.3g against %.3g: its rate did not stay LR", d10, d1)
 	}
 }
+
+// TestTrajectoriesWeighEqually checks that a trajectory's decisions share
+// its advantage: a failing rollout of five tries and a rewarded one of one
+// push with equal and opposite weight, so what every option shares against
+// stopping does not drift with how long failures take.
+func TestTrajectoriesWeighEqually(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
+	l, err := NewLearner(cuda.NewCPU(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rows := [][]float32{make([]float32, repair.Dim), make([]float32, repair.Dim)}
+	rows[0][0], rows[1][0] = 1, 1
+	mk := func(n int, r float64) *env.Trajectory {
+		tr := &env.Trajectory{Reward: r}
+		for range n {
+			d := repair.Decision(Kind, rows, 0, 1)
+			tr.Steps = append(tr.Steps, env.Step{Action: env.Action{Tool: env.ToolTry, Decision: d}})
+		}
+		return tr
+	}
+	b := l.collect([]policy.Group{{Trajectories: []*env.Trajectory{mk(5, 0), mk(1, 1)}}})
+	if len(b.adv) != 6 {
+		t.Fatalf("%d decisions, want 6", len(b.adv))
+	}
+	var fail, win float64
+	for i, a := range b.adv {
+		if i < 5 {
+			fail += float64(a)
+		} else {
+			win += float64(a)
+		}
+	}
+	if !(win > 0) || math.Abs(fail+win) > 1e-5 {
+		t.Errorf("advantage summed over the failing rollout %.3f, over the rewarded one %.3f: want equal and opposite", fail, win)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/repair"
 )
 
 // checkpointFormat names the layout of a learner checkpoint.
@@ -119,6 +120,9 @@ func FromCheckpoint(b cuda.Backend, data []byte) (*Learner, error) {
 	}
 	if c.Format != checkpointFormat {
 		return nil, fmt.Errorf("neural: checkpoint format %q: want %q", c.Format, checkpointFormat)
+	}
+	if c.Config.Dims.F != repair.Dim {
+		return nil, fmt.Errorf("neural: checkpoint of a network over %d features, and this frog computes %d: it was trained by another version of frog's features", c.Config.Dims.F, repair.Dim)
 	}
 	l, err := NewLearner(b, c.Config)
 	if err != nil {

@@ -296,6 +296,26 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			t.Errorf("%s: Restore = %v", name, err)
 		}
 	}
+	// A checkpoint over another set of features (another frog version)
+	// cannot be read as a policy of this one: its rows would be misread.
+	fewer := cfg
+	fewer.Dims.F = repair.Dim - 2
+	f, err := NewLearner(cuda.NewCPU(), fewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fdata, err := f.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromCheckpoint(cuda.NewCPU(), fdata); err == nil || !strings.Contains(err.Error(), "features") {
+		t.Errorf("FromCheckpoint of %d features = %v, want an error naming the features", fewer.Dims.F, err)
+	}
+	obs := []env.Observation{{}}
+	if err := f.Current().Act(context.Background(), obs, make([]env.Action, 1)); err == nil {
+		t.Error("a policy over other features acted")
+	}
 }
 
 // TestTryCredit checks the per-try credit: in a rollout that tried a wrong

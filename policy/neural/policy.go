@@ -3,6 +3,7 @@ package neural
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -37,6 +38,9 @@ const Kind = "try"
 func (p *Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
 	if len(acts) < len(obs) {
 		return errors.New("neural: fewer action slots than observations")
+	}
+	if p.Dims.F != repair.Dim {
+		return fmt.Errorf("neural: a network over %d features, and this frog computes %d", p.Dims.F, repair.Dim)
 	}
 	if len(p.Params) != p.Dims.Params() {
 		return errors.New("neural: parameters do not fit the network")

@@ -237,8 +237,9 @@ func (l *Learner) collect(groups []policy.Group) batch {
 		// rollouts outweigh the short rewarded ones, and what every option
 		// shares against stopping (in_package, the bias of the deep part)
 		// drifts toward stopping whatever the tries said.
-		weight := make([]float64, len(g.Trajectories))
+		var weight []float64
 		if !perTry && len(ds) > 0 {
+			weight = make([]float64, len(g.Trajectories))
 			n := make([]int, len(g.Trajectories))
 			used := 0
 			for _, a := range ds {
@@ -260,9 +261,11 @@ func (l *Learner) collect(groups []policy.Group) batch {
 			b.x = append(b.x, d.Features...)
 			b.off = append(b.off, start+int32(d.Options()))
 			b.chosen = append(b.chosen, start+int32(d.Chosen))
-			v := adv[a.ti] * weight[a.ti]
+			var v float64
 			if perTry {
 				v = adv[i]
+			} else {
+				v = adv[a.ti] * weight[a.ti]
 			}
 			b.adv = append(b.adv, float32(v))
 			b.old = append(b.old, s.Action.LogProb)

@@ -195,30 +195,50 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 	}
 }
 
-func TestUpdateRaisesTheAdvantagedChoice(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Dims = Dims{F: repair.Dim, H1: 16, H2: 8}
+// smallLearner is a CPU learner of cfg, closed when the test ends.
+func smallLearner(t *testing.T, cfg Config) *Learner {
+	t.Helper()
 	l, err := NewLearner(cuda.NewCPU(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	// Two options per decision, identical but for one feature; the
-	// trajectories that chose option 0 were rewarded.
-	mk := func(choice int) *env.Trajectory {
-		rows := make([][]float32, 2)
-		for i := range rows {
-			rows[i] = make([]float32, repair.Dim)
-			rows[i][0] = 1
-		}
-		rows[0][featureIndex("alternatives")] = 1 // no prior on it
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// twoOptions are the rows of a decision between two options alike but for
+// the feature alternatives (which has no prior), set on the first.
+func twoOptions() [][]float32 {
+	rows := [][]float32{make([]float32, repair.Dim), make([]float32, repair.Dim)}
+	rows[0][0], rows[1][0], rows[0][featureIndex("alternatives")] = 1, 1, 1
+	return rows
+}
+
+// tries is a trajectory of n tries, each choosing choice among rows with
+// l's current policy as the behaviour policy, rewarded r.
+func tries(l *Learner, rows [][]float32, choice, n int, r float64) *env.Trajectory {
+	tr := &env.Trajectory{Reward: r}
+	for range n {
 		d := repair.Decision(Kind, rows, choice, 1)
 		lp, _ := l.Current().LogProb(d)
+		tr.Steps = append(tr.Steps, env.Step{Action: env.Action{Tool: env.ToolTry, Decision: d, LogProb: lp}})
+	}
+	return tr
+}
+
+func TestUpdateRaisesTheAdvantagedChoice(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dims = Dims{F: repair.Dim, H1: 16, H2: 8}
+	l := smallLearner(t, cfg)
+	// Two options per decision, identical but for one feature; the
+	// trajectories that chose option 0 were rewarded.
+	rows := twoOptions()
+	mk := func(choice int) *env.Trajectory {
 		r := 0.0
 		if choice == 0 {
 			r = 1
 		}
-		return &env.Trajectory{Reward: r, Steps: []env.Step{{Action: env.Action{Tool: env.ToolTry, Decision: d, LogProb: lp}}}}
+		return tries(l, rows, choice, 1, r)
 	}
 	before, _ := l.Current().LogProb(mk(0).Steps[0].Action.Decision)
 	for range 60 {
@@ -376,20 +396,10 @@ func TestWideLearningRate(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
 		cfg.Epochs, cfg.WideLR = 1, wide
-		l, err := NewLearner(cuda.NewCPU(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := smallLearner(t, cfg)
 		before := append([]float32(nil), l.Current().Params...)
-		rows := [][]float32{make([]float32, repair.Dim), make([]float32, repair.Dim)}
-		rows[0][0], rows[1][0], rows[0][featureIndex("alternatives")] = 1, 1, 1
-		mk := func(choice int, r float64) *env.Trajectory {
-			d := repair.Decision(Kind, rows, choice, 1)
-			lp, _ := l.Current().LogProb(d)
-			return &env.Trajectory{Reward: r, Steps: []env.Step{{Action: env.Action{Tool: env.ToolTry, Decision: d, LogProb: lp}}}}
-		}
-		p, _, err := l.Update(context.Background(), []policy.Group{{Trajectories: []*env.Trajectory{mk(0, 1), mk(1, 0)}}})
+		rows := twoOptions()
+		p, _, err := l.Update(context.Background(), []policy.Group{{Trajectories: []*env.Trajectory{tries(l, rows, 0, 1, 1), tries(l, rows, 1, 1, 0)}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -425,22 +435,9 @@ func TestWideLearningRate(t *testing.T) {
 func TestTrajectoriesWeighEqually(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
-	l, err := NewLearner(cuda.NewCPU(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	rows := [][]float32{make([]float32, repair.Dim), make([]float32, repair.Dim)}
-	rows[0][0], rows[1][0] = 1, 1
-	mk := func(n int, r float64) *env.Trajectory {
-		tr := &env.Trajectory{Reward: r}
-		for range n {
-			d := repair.Decision(Kind, rows, 0, 1)
-			tr.Steps = append(tr.Steps, env.Step{Action: env.Action{Tool: env.ToolTry, Decision: d}})
-		}
-		return tr
-	}
-	b := l.collect([]policy.Group{{Trajectories: []*env.Trajectory{mk(5, 0), mk(1, 1)}}})
+	l := smallLearner(t, cfg)
+	rows := twoOptions()
+	b := l.collect([]policy.Group{{Trajectories: []*env.Trajectory{tries(l, rows, 0, 5, 0), tries(l, rows, 0, 1, 1)}}})
 	if len(b.adv) != 6 {
 		t.Fatalf("%d decisions, want 6", len(b.adv))
 	}

@@ -204,26 +204,26 @@ func (w *work) step(b batch) (stepStats, error) {
 // adam steps the parameters: the deep part at LR, the wide part at WideLR
 // (one step over all of them when the two are the same).
 func (l *Learner) adam(scale float32) error {
-	step := func(p, g, m, v cuda.Buffer, lr float64) error {
-		return l.b.Adam(cuda.AdamOptions{Params: p, Grads: g, M: m, V: v, LR: float32(lr),
+	step := func(b [4]cuda.Buffer, lr float64) error {
+		return l.b.Adam(cuda.AdamOptions{Params: b[0], Grads: b[1], M: b[2], V: b[3], LR: float32(lr),
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: l.step, GradScale: scale})
 	}
+	all := [4]cuda.Buffer{l.params, l.grads, l.m, l.v}
 	wide := l.cfg.WideLR
 	if wide == 0 || wide == l.cfg.LR {
-		return step(l.params, l.grads, l.m, l.v, l.cfg.LR)
+		return step(all, l.cfg.LR)
 	}
 	n := l.cfg.Dims.layout().wl
-	var bufs [2][4]cuda.Buffer
-	for i, b := range []cuda.Buffer{l.params, l.grads, l.m, l.v} {
+	var deepPart, widePart [4]cuda.Buffer
+	for i, b := range all {
 		var err1, err2 error
-		bufs[0][i], err1 = b.Slice(0, n)
-		bufs[1][i], err2 = b.Slice(n, b.Len()-n)
+		deepPart[i], err1 = b.Slice(0, n)
+		widePart[i], err2 = b.Slice(n, b.Len()-n)
 		if err := errors.Join(err1, err2); err != nil {
 			return err
 		}
 	}
-	return errors.Join(step(bufs[0][0], bufs[0][1], bufs[0][2], bufs[0][3], l.cfg.LR),
-		step(bufs[1][0], bufs[1][1], bufs[1][2], bufs[1][3], wide))
+	return errors.Join(step(deepPart, l.cfg.LR), step(widePart, wide))
 }
 
 // Gradient computes the loss and its gradient with respect to every

@@ -302,9 +302,6 @@ func Words(name string) []string {
 			start = end
 		}
 		for j := 1; j < len(rs); j++ {
-			lower := func(r rune) bool { return r >= 'a' && r <= 'z' }
-			upper := func(r rune) bool { return r >= 'A' && r <= 'Z' }
-			digit := func(r rune) bool { return r >= '0' && r <= '9' }
 			switch {
 			case digit(rs[j]) != digit(rs[j-1]):
 				if digit(rs[j-1]) {
@@ -318,12 +315,17 @@ func Words(name string) []string {
 				flush(j)
 			}
 		}
-		if start < len(rs) && !(len(rs) > 0 && rs[len(rs)-1] >= '0' && rs[len(rs)-1] <= '9') {
+		if start < len(rs) && !digit(rs[len(rs)-1]) {
 			flush(len(rs))
 		}
 	}
 	return out
 }
+
+// The ASCII classes Words splits camel case by.
+func lower(r rune) bool { return r >= 'a' && r <= 'z' }
+func upper(r rune) bool { return r >= 'A' && r <= 'Z' }
+func digit(r rune) bool { return r >= '0' && r <= '9' }
 
 // Stop returns the features of stopping now (submitting).
 func (f *Featurizer) Stop() []float32 {

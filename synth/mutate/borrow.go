@@ -42,17 +42,8 @@ type ingredient struct {
 // ones), its if bodies of one statement and its returns.
 func (w *walker) ingredients() (conds, stmts []ingredient) {
 	var stack []ast.Node
-	fnOf := func() ast.Node {
-		for i := len(stack) - 1; i >= 0; i-- {
-			switch stack[i].(type) {
-			case *ast.FuncDecl, *ast.FuncLit:
-				return stack[i]
-			}
-		}
-		return nil
-	}
 	add := func(list *[]ingredient, n ast.Node) {
-		*list = append(*list, ingredient{node: n, text: w.text(n), fn: fnOf(), line: w.tf.Line(n.Pos())})
+		*list = append(*list, ingredient{node: n, text: w.text(n), fn: innermostFunc(stack), line: w.tf.Line(n.Pos())})
 	}
 	ast.Inspect(w.file, func(n ast.Node) bool {
 		if n == nil {
@@ -112,12 +103,12 @@ func borrowable(s ast.Stmt) bool {
 	return false
 }
 
-// fnNode is the innermost function on the walk's stack.
-func (w *walker) fnNode() ast.Node {
-	for i := len(w.stack) - 1; i >= 0; i-- {
-		switch w.stack[i].(type) {
+// innermostFunc is the innermost function (FuncDecl or FuncLit) on stack.
+func innermostFunc(stack []ast.Node) ast.Node {
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch stack[i].(type) {
 		case *ast.FuncDecl, *ast.FuncLit:
-			return w.stack[i]
+			return stack[i]
 		}
 	}
 	return nil
@@ -147,14 +138,7 @@ func (w *walker) inLoop(orSwitch bool) bool {
 // name and type), returns stay in their function, and branches find a
 // loop. It needs type information.
 func (w *walker) fits(n ast.Node, from ast.Node, at token.Pos, atFn ast.Node) bool {
-	if w.info == nil {
-		return false
-	}
-	fileScope := w.info.Scopes[w.file]
-	if fileScope == nil {
-		return false
-	}
-	scope := fileScope.Innermost(at)
+	scope := w.scopeAt(at)
 	if scope == nil {
 		return false
 	}
@@ -192,6 +176,15 @@ func (w *walker) fits(n ast.Node, from ast.Node, at token.Pos, atFn ast.Node) bo
 	return ok
 }
 
+// scopeAt is the innermost scope holding position at (nil without type
+// information).
+func (w *walker) scopeAt(at token.Pos) *types.Scope {
+	if w.info == nil || w.info.Scopes[w.file] == nil {
+		return nil
+	}
+	return w.info.Scopes[w.file].Innermost(at)
+}
+
 // sameVar reports whether a and b are local variables (or parameters) of
 // identical types: the same name in another function, such as a receiver,
 // means the same there.
@@ -209,6 +202,17 @@ func (w *walker) names(n ast.Node) map[string]bool {
 	if w.info == nil || n == nil {
 		return out
 	}
+	eachName(n, func(id *ast.Ident) {
+		if obj := w.info.Uses[id]; obj != nil && obj.Parent() != types.Universe {
+			out[obj.Name()] = true
+		}
+	})
+	return out
+}
+
+// eachName calls f on the identifiers of n but the fields and methods
+// reached through a selector (x.f calls f on x alone).
+func eachName(n ast.Node, f func(*ast.Ident)) {
 	var visit func(n ast.Node) bool
 	visit = func(n ast.Node) bool {
 		switch x := n.(type) {
@@ -216,14 +220,11 @@ func (w *walker) names(n ast.Node) map[string]bool {
 			ast.Inspect(x.X, visit)
 			return false
 		case *ast.Ident:
-			if obj := w.info.Uses[x]; obj != nil && obj.Parent() != types.Universe {
-				out[obj.Name()] = true
-			}
+			f(x)
 		}
 		return true
 	}
 	ast.Inspect(n, visit)
-	return out
 }
 
 // affinity is the share of the objects code uses that its context uses
@@ -276,10 +277,11 @@ func (w *walker) borrowed(aff float64, local bool) {
 
 // restoreCond proposes conditions for an if whose condition is the
 // literal true or false: the file's conditions that fit (same function
-// and nearest first), nil and length checks of the variables its body
-// uses, and the negations of the nearest conditions.
+// and nearest first), nil and length checks of the variables it most
+// likely tests (condVars), and the negations and mirrors of the nearest
+// borrowed conditions.
 func (w *walker) restoreCond(x *ast.IfStmt, conds []ingredient) {
-	fn := w.fnNode()
+	fn := innermostFunc(w.stack)
 	at := x.Cond.Pos()
 	line := w.tf.Line(at)
 	context := w.names(x.Body)
@@ -299,7 +301,11 @@ func (w *walker) restoreCond(x *ast.IfStmt, conds []ingredient) {
 		w.replaceNode(OpRestoreCond, Idiom, x.Cond, x.Cond, text+sep)
 		w.borrowed(aff, local)
 	}
-	var used []ingredient
+	type borrowedCond struct {
+		ingredient
+		aff float64
+	}
+	var used []borrowedCond
 	for _, in := range nearest(conds, fn, line) {
 		if len(used) == maxBorrowed {
 			break
@@ -307,8 +313,8 @@ func (w *walker) restoreCond(x *ast.IfStmt, conds []ingredient) {
 		if seen[in.text] || !w.fits(in.node, in.fn, at, fn) {
 			continue
 		}
-		used = append(used, in)
-		propose(in.text, affinity(w.names(in.node), context), in.fn == fn)
+		used = append(used, borrowedCond{in, affinity(w.names(in.node), context)})
+		propose(in.text, used[len(used)-1].aff, in.fn == fn)
 	}
 	built := 0
 	for _, v := range w.condVars(x, at) {
@@ -324,10 +330,9 @@ func (w *walker) restoreCond(x *ast.IfStmt, conds []ingredient) {
 			break
 		}
 		if e, ok := in.node.(ast.Expr); ok {
-			aff := affinity(w.names(in.node), context)
-			propose(w.negation(e), aff, in.fn == fn)
+			propose(w.negation(e), in.aff, in.fn == fn)
 			if m := w.mirror(e); m != "" {
-				propose(m, aff, in.fn == fn)
+				propose(m, in.aff, in.fn == fn)
 			}
 		}
 	}
@@ -351,16 +356,19 @@ func (w *walker) condVars(x *ast.IfStmt, at token.Pos) []*types.Var {
 		list = p.Body
 	}
 	for i, s := range list {
-		if s == x && i > 0 {
-			if as, ok := list[i-1].(*ast.AssignStmt); ok {
-				for _, l := range as.Lhs {
-					nodes = append(nodes, l)
+		if s == x {
+			if i > 0 {
+				if as, ok := list[i-1].(*ast.AssignStmt); ok {
+					for _, l := range as.Lhs {
+						nodes = append(nodes, l)
+					}
 				}
 			}
+			break
 		}
 	}
 	nodes = append(nodes, x.Body)
-	if fd, ok := w.fnNode().(*ast.FuncDecl); ok {
+	if fd, ok := innermostFunc(w.stack).(*ast.FuncDecl); ok {
 		if fd.Recv != nil {
 			nodes = append(nodes, fd.Recv)
 		}
@@ -372,48 +380,29 @@ func (w *walker) condVars(x *ast.IfStmt, at token.Pos) []*types.Var {
 // varsIn lists the local variables and parameters that nodes use or
 // declare and that are in scope at at, in order of first appearance.
 func (w *walker) varsIn(nodes []ast.Node, at token.Pos) []*types.Var {
-	if w.info == nil {
+	scope := w.scopeAt(at)
+	if scope == nil {
 		return nil
 	}
-	scope := w.info.Scopes[w.file]
-	if scope == nil || scope.Innermost(at) == nil {
-		return nil
-	}
-	scope = scope.Innermost(at)
 	var out []*types.Var
 	seen := map[types.Object]bool{}
 	for _, n := range nodes {
-		ast.Inspect(n, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok {
-				ast.Inspect(sel.X, func(m ast.Node) bool {
-					return w.collectVar(m, scope, at, seen, &out)
-				})
-				return false
+		eachName(n, func(id *ast.Ident) {
+			obj := w.info.Uses[id]
+			if obj == nil {
+				obj = w.info.Defs[id]
 			}
-			return w.collectVar(n, scope, at, seen, &out)
+			v, ok := obj.(*types.Var)
+			if !ok || v.IsField() || seen[v] || v.Pkg() == nil || v.Parent() == v.Pkg().Scope() {
+				return
+			}
+			seen[v] = true
+			if _, got := scope.LookupParent(id.Name, at); got == v {
+				out = append(out, v)
+			}
 		})
 	}
 	return out
-}
-
-func (w *walker) collectVar(n ast.Node, scope *types.Scope, at token.Pos, seen map[types.Object]bool, out *[]*types.Var) bool {
-	id, ok := n.(*ast.Ident)
-	if !ok {
-		return true
-	}
-	obj := w.info.Uses[id]
-	if obj == nil {
-		obj = w.info.Defs[id]
-	}
-	v, ok := obj.(*types.Var)
-	if !ok || v.IsField() || seen[v] || v.Pkg() == nil || v.Parent() == v.Pkg().Scope() {
-		return true
-	}
-	seen[v] = true
-	if _, got := scope.LookupParent(id.Name, at); got == v {
-		*out = append(*out, v)
-	}
-	return true
 }
 
 // checksOf builds the checks a condition on v most often is: against nil
@@ -473,12 +462,26 @@ func (w *walker) negation(e ast.Expr) string {
 	return "!(" + w.text(e) + ")"
 }
 
+// zeroReturn is the zero value of every result of res (none for a
+// function without results); ok is false when one has no zero it can write.
+func (w *walker) zeroReturn(res *ast.FieldList) (zeros []string, ok bool) {
+	if res == nil || res.NumFields() == 0 {
+		return nil, true
+	}
+	z, ok := w.zeroResults(res) // all but the last
+	if !ok {
+		return nil, false
+	}
+	last, ok := w.zero(res.List[len(res.List)-1].Type)
+	return append(z, last), ok
+}
+
 // fillBody proposes one statement for an if body left empty: the error
 // returned when one is in scope, the file's one-statement if bodies that
 // fit (same function and nearest first), break and continue in a loop,
 // and the zero return.
 func (w *walker) fillBody(x *ast.IfStmt, stmts []ingredient) {
-	fn := w.fnNode()
+	fn := innermostFunc(w.stack)
 	at := x.Body.Lbrace + 1
 	line := w.tf.Line(at)
 	context := w.names(x.Cond)
@@ -495,22 +498,15 @@ func (w *walker) fillBody(x *ast.IfStmt, stmts []ingredient) {
 		w.borrowed(aff, local)
 	}
 	res := w.enclosingResults()
-	zeros, zerosOK := []string(nil), res == nil || res.NumFields() == 0
-	if res != nil && res.NumFields() > 0 {
-		if z, ok := w.zeroResults(res); ok {
-			if last, ok := w.zero(res.List[len(res.List)-1].Type); ok {
-				zeros, zerosOK = append(z, last), true
-			}
-		}
-	}
-	if res != nil && res.NumFields() > 0 && w.lastIsError(res) && zerosOK {
+	zeros, zerosOK := w.zeroReturn(res)
+	if zerosOK && len(zeros) > 0 && w.lastIsError(res) {
 		for i, name := range w.errorsInScope(x.Body.Lbrace) {
 			if i == 2 {
 				break
 			}
 			ret := append(append([]string(nil), zeros[:len(zeros)-1]...), name)
 			aff := 0.0
-			if v, _ := w.info.Uses[identNamed(x.Cond, name)].(*types.Var); v != nil {
+			if context[name] {
 				aff = 1
 			}
 			propose("return "+strings.Join(ret, ", "), aff, true)
@@ -536,16 +532,4 @@ func (w *walker) fillBody(x *ast.IfStmt, stmts []ingredient) {
 	if zerosOK {
 		propose(strings.TrimSpace("return "+strings.Join(zeros, ", ")), 0, true)
 	}
-}
-
-// identNamed finds an identifier called name in n (nil when none).
-func identNamed(n ast.Node, name string) *ast.Ident {
-	var found *ast.Ident
-	ast.Inspect(n, func(m ast.Node) bool {
-		if id, ok := m.(*ast.Ident); ok && id.Name == name && found == nil {
-			found = id
-		}
-		return found == nil
-	})
-	return found
 }

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -45,6 +46,30 @@ func (t Tool) String() string {
 		return toolNames[t]
 	}
 	return fmt.Sprintf("tool(%d)", uint8(t))
+}
+
+// MarshalJSON writes a tool by its name, so that trajectories read as
+// they were played.
+func (t Tool) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
+
+// UnmarshalJSON reads a tool's name (or its number, as trajectories
+// written before names were).
+func (t *Tool) UnmarshalJSON(b []byte) error {
+	var n uint8
+	if json.Unmarshal(b, &n) == nil {
+		*t = Tool(n)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("tool: want a name or a number, got %s", b)
+	}
+	v, err := ParseTool(s)
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
 }
 
 // Tools lists every tool, in order.

@@ -2,7 +2,10 @@ package env_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,5 +124,28 @@ func TestParseTool(t *testing.T) {
 	}
 	if _, err := env.ParseTool("rm"); err == nil {
 		t.Error("ParseTool(rm) succeeded")
+	}
+}
+
+// A trajectory names its tools, and reads back the numbers older ones
+// wrote.
+func TestToolJSON(t *testing.T) {
+	for _, tool := range env.Tools() {
+		b, err := json.Marshal(env.Action{Tool: tool})
+		if err != nil || !strings.Contains(string(b), `"tool":"`+tool.String()+`"`) {
+			t.Errorf("%v: %s, %v; want the tool by name", tool, b, err)
+		}
+		var a env.Action
+		if err := json.Unmarshal(b, &a); err != nil || a.Tool != tool {
+			t.Errorf("%s read back as %v, %v", b, a.Tool, err)
+		}
+		old := fmt.Sprintf(`{"tool":%d}`, uint8(tool))
+		if err := json.Unmarshal([]byte(old), &a); err != nil || a.Tool != tool {
+			t.Errorf("%s read back as %v, %v", old, a.Tool, err)
+		}
+	}
+	var a env.Action
+	if err := json.Unmarshal([]byte(`{"tool":"rm"}`), &a); err == nil {
+		t.Error(`{"tool":"rm"} read without an error`)
 	}
 }

@@ -66,7 +66,8 @@ const (
 
 // DefaultConfig is the learner `frog train` starts from.
 func DefaultConfig() Config {
-	return Config{Dims: DefaultDims, LR: 3e-3, WideLR: 3e-2, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1}
+	return Config{Dims: DefaultDims, LR: 3e-3, WideLR: 3e-2, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1,
+		Protocol: repair.Config{NoStop: true}}
 }
 
 // Validate reports the first nonsensical field.

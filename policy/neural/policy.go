@@ -72,7 +72,9 @@ func (c chooser) Choose(st *repair.State, ids []int, rnd *rand.Rand) (int, *env.
 	for _, id := range ids {
 		rows = append(rows, f.Candidate(&st.List[id]))
 	}
-	rows = append(rows, f.Stop())
+	if !p.Protocol.NoStop {
+		rows = append(rows, f.Stop())
+	}
 	flat := make([]float32, 0, len(rows)*repair.Dim)
 	for _, r := range rows {
 		flat = append(flat, r...)

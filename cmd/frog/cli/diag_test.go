@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,8 +14,6 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
-	"github.com/frognano/frog/policy"
-	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/repair"
 	"github.com/rs/zerolog"
 )
@@ -26,40 +25,44 @@ type diagCand struct {
 	Edits               []env.Edit
 	File                string
 	Line                int
-	Gold                bool
-	X                   []float32
+	// LineRank is the candidate's line's place in the order lines are
+	// asked for (from 0).
+	LineRank int
+	Gold     bool
+	X        []float32
 }
 
 type diagTask struct {
 	ID, Repo string
 	K        int
 	Ops      []string
-	Cands    []diagCand
+	// MutRank is the first mutated line's place in the order lines are
+	// asked for (-1: no failing test ran it); Lines how many lines there
+	// are in that order.
+	MutRank, Lines int
+	Cands          []diagCand
 }
 
-// recorder plays fl-greedy up to an episode's first candidate list,
-// keeps the state there, and submits.
+// recorder plays the repair protocol (cfg) up to an episode's first
+// candidate list, keeps the state there, and submits.
 type recorder struct {
-	base policy.Policy
+	cfg  repair.Config
 	mu   sync.Mutex
 	seen map[string]*repair.State
 }
 
 func (r *recorder) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
 	for i := range obs {
-		st := repair.Derive(obs[i])
-		if st.List != nil && st.Tries == 0 {
-			r.mu.Lock()
-			r.seen[obs[i].Task.ID] = st
-			r.mu.Unlock()
-			acts[i] = env.Action{Tool: env.ToolSubmit}
-			continue
-		}
-		if err := r.base.Act(ctx, obs[i:i+1], acts[i:i+1]); err != nil {
-			return err
-		}
+		acts[i] = repair.Next(obs[i], r.cfg, r, nil)
 	}
 	return nil
+}
+
+func (r *recorder) Choose(st *repair.State, _ []int, _ *rand.Rand) (int, *env.Decision, float64) {
+	r.mu.Lock()
+	r.seen[st.Task.ID] = st
+	r.mu.Unlock()
+	return -1, nil, 0
 }
 
 // The two tests below are an analysis, not a check: they measure how far
@@ -69,6 +72,7 @@ func (r *recorder) Act(ctx context.Context, obs []env.Observation, acts []env.Ac
 //
 //	FROG_DIAG_TASKS=runs/train.jsonl FROG_DIAG_OUT=runs/diag-train.jsonl go test -run TestDiagRanks -timeout 2h ./cmd/frog/cli
 //	FROG_DIAG_TASKS=tasks/heldout.jsonl FROG_DIAG_OUT=runs/diag-heldout.jsonl go test -run TestDiagRanks -timeout 2h ./cmd/frog/cli
+//	(FROG_DIAG_LINES=N: the first list at the N most suspicious lines; 20 by default)
 //	FROG_DIAG_TRAIN=runs/diag-train.jsonl FROG_DIAG_HELD=runs/diag-heldout.jsonl go test -run TestDiagFit -v ./cmd/frog/cli
 
 // TestDiagRanks plays each task of FROG_DIAG_TASKS up to its first candidate
@@ -97,11 +101,11 @@ func TestDiagRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	greedy, err := baseline.New("fl-greedy", 1)
-	if err != nil {
-		t.Fatal(err)
+	lines := 20
+	if n, err := strconv.Atoi(os.Getenv("FROG_DIAG_LINES")); err == nil {
+		lines = n
 	}
-	rec := &recorder{base: greedy, seen: map[string]*repair.State{}}
+	rec := &recorder{cfg: repair.Config{Lines: lines}, seen: map[string]*repair.State{}}
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = "diag", 4, 22, 10
 	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
@@ -123,11 +127,21 @@ func TestDiagRanks(t *testing.T) {
 	for _, et := range tasks {
 		task := byID[et.Task.ID]
 		st := rec.seen[task.ID]
-		d := diagTask{ID: task.ID, Repo: task.Repo, K: len(task.Mutations)}
+		d := diagTask{ID: task.ID, Repo: task.Repo, K: len(task.Mutations), MutRank: -1}
 		for _, m := range task.Mutations {
 			d.Ops = append(d.Ops, m.Op)
 		}
 		if st != nil {
+			order := st.Lines(repair.Config{Lines: math.MaxInt32})
+			d.Lines = len(order)
+			rank := map[env.Line]int{}
+			for i, l := range order {
+				rank[l] = i
+			}
+			m := task.Mutations[0]
+			if r, ok := rank[env.Line{File: m.File, Line: m.Line}]; ok {
+				d.MutRank = r
+			}
 			fixed, err := tenv.ws.Fixed(ctx, task)
 			if err != nil {
 				t.Fatal(err)
@@ -136,6 +150,7 @@ func TestDiagRanks(t *testing.T) {
 			fz := repair.NewFeaturizer(st)
 			for _, c := range st.List {
 				dc := diagCand{Op: c.Op, Kind: c.Kind, Ctx: c.Context, Desc: c.Desc, Edits: c.Edits, File: c.File, Line: c.Line, X: fz.Candidate(&c)}
+				dc.LineRank = rank[env.Line{File: c.File, Line: c.Line}]
 				if want, ok := fixed[c.File]; ok && d.K == 1 {
 					src, err := os.ReadFile(filepath.Join(tmpl, c.File))
 					if err == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,6 +40,7 @@ type evalOptions struct {
 	Seed        uint64         `json:"seed"`
 	Concurrency int            `json:"concurrency"`
 	MaxSteps    int            `json:"max_steps"`
+	Trajectory  string         `json:"trajectories,omitempty"`
 	Sandbox     sandboxOptions `json:"sandbox"`
 	TaskOpts    taskOptions    `json:"task_options"`
 	JSON        bool           `json:"-"`
@@ -70,7 +72,8 @@ Each task is checked before it is played (its bug fails its tests, its gold
 patch passes them); a task that does not hold up is quarantined and left out.`,
 		Example: `  frog eval --policy fl-feedback --tasks runs/heldout.jsonl
   frog eval --policy random --tasks runs/heldout.jsonl --tries 10 --json
-  frog eval --policy fl-greedy --tasks tasks.jsonl --sandbox docker --limit 50`,
+  frog eval --policy fl-greedy --tasks tasks.jsonl --sandbox docker --limit 50
+  frog eval --policy runs/train-1,fl-greedy --tasks tasks/heldout.jsonl --trajectories runs/eval-traj`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runEval(c.Context(), g, o) },
 	}
@@ -85,6 +88,7 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws")
 	f.IntVar(&o.Concurrency, "concurrency", 2*runtime.NumCPU(), "episodes running at once")
 	f.IntVar(&o.MaxSteps, "max-steps", 0, "most actions per episode (0: --tries + 12)")
+	f.StringVar(&o.Trajectory, "trajectories", "", "write every episode (its steps, candidates and decisions) under this directory, a subdirectory a policy: DIR/<policy>/shard-NNNNN.jsonl")
 	o.Sandbox.flags(f, "process")
 	o.TaskOpts.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
@@ -200,7 +204,14 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		}
 		log.Info().Str("policy", name).Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Msg("evaluating")
 		pol, _ := evalPolicy(name, o.Seed)
-		e, err := actors.Evaluate(ctx, ecfg, pol, deps)
+		pdeps, closeTraj, err := o.recordTrajectories(deps, name)
+		if err != nil {
+			return err
+		}
+		e, err := actors.Evaluate(ctx, ecfg, pol, pdeps)
+		if cerr := closeTraj(); cerr != nil && err == nil {
+			err = fmt.Errorf("--trajectories: %w", cerr)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				break // interrupted: report what was measured
@@ -233,6 +244,35 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		return ErrInterrupted
 	}
 	return nil
+}
+
+// recordTrajectories returns deps that also write each episode of the
+// policy name to DIR/<name>/ (with --trajectories), and the closer of
+// those shards.
+func (o *evalOptions) recordTrajectories(deps actors.Deps, name string) (actors.Deps, func() error, error) {
+	if o.Trajectory == "" {
+		return deps, func() error { return nil }, nil
+	}
+	dir := filepath.Join(o.Trajectory, policyDirName(name))
+	s, err := newShards(dir, 5000)
+	if err != nil {
+		return deps, nil, fmt.Errorf("--trajectories: %w", err)
+	}
+	also := deps.OnEpisode
+	deps.OnEpisode = func(r *actors.EpisodeResult) {
+		s.write(episodeRecord(r))
+		if also != nil {
+			also(r)
+		}
+	}
+	return deps, s.close, nil
+}
+
+// policyDirName is a --policy name as one directory name: a run directory
+// or checkpoint path with its separators replaced.
+func policyDirName(name string) string {
+	name = strings.Trim(filepath.Clean(name), "./")
+	return strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(name)
 }
 
 // checkTasks checks every record's task (concurrently, n at a time) and

@@ -59,6 +59,7 @@ type trainOptions struct {
 	ExportQueue int        `json:"export_queue,omitempty"`
 
 	Name   string `json:"name,omitempty"`
+	stop   bool
 	RunDir string `json:"-"`
 	Resume string `json:"-"`
 	JSON   bool   `json:"-"`
@@ -135,6 +136,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	f.Float64Var(&o.Run.TryCost, "try-cost", o.Run.TryCost, "what GRPO takes off a rewarded rollout's return for each candidate it tried beyond the first (down to a tenth), so that rollouts that all fix a task still teach what to try first; 0: compare 0/1 rewards (the default with --policy openai)")
 	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
 	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
+	f.BoolVar(&o.stop, "stop", false, "offer the policy the option to stop before its tries run out (a try costs nothing in the reward, so stopping early never raises the solve rate)")
 	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
 	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
 	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
@@ -189,6 +191,7 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	if o.Run.MaxSteps == 0 {
 		o.Run.MaxSteps = o.Run.MaxTries + 12
 	}
+	o.Learner.Protocol.NoStop = !o.stop
 	if o.Learner.KeepZeroVariance && !c.Flags().Changed("refill-zero-variance") {
 		o.Run.RefillZeroVariance = false // kept groups must reach the learner
 	}
@@ -538,10 +541,19 @@ type trainer struct {
 	evalOn atomic.Bool
 }
 
-func (t *trainer) onEpisode(r *actors.EpisodeResult) {
+// episodeRecord is an episode's line in trajectories/ (frog train and
+// frog eval --trajectories): what it played and every step it took.
+func episodeRecord(r *actors.EpisodeResult) map[string]any {
 	rec := map[string]any{"episode": r.Episode, "group": r.Group, "task": r.Task.ID, "kind": r.Kind.String(), "attempts": r.Attempts}
 	if tr := r.Trajectory; tr != nil {
 		rec["reward"], rec["tries"], rec["executions"], rec["steps"] = tr.Reward, tr.Tries, tr.Executions, tr.Steps
+	}
+	return rec
+}
+
+func (t *trainer) onEpisode(r *actors.EpisodeResult) {
+	rec := episodeRecord(r)
+	if tr := r.Trajectory; tr != nil {
 		t.tries.Add(int64(tr.Tries))
 		t.mu.Lock()
 		t.recent = append(t.recent, tr.Reward)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -451,5 +452,35 @@ func TestTrajectoriesWeighEqually(t *testing.T) {
 	}
 	if !(win > 0) || math.Abs(fail+win) > 1e-5 {
 		t.Errorf("advantage summed over the failing rollout %.3f, over the rewarded one %.3f: want equal and opposite", fail, win)
+	}
+}
+
+// TestNoStop checks that a policy whose protocol offers no stop goes on
+// trying while candidates are left, however much its network favours
+// stopping, and records decisions without a stop row; offered the stop, the
+// same network takes it.
+func TestNoStop(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dims = Dims{F: repair.Dim, H1: 8, H2: 4}
+	l := smallLearner(t, cfg)
+	p := *l.Current()
+	p.Params = slices.Clone(p.Params)
+	p.Params[p.Dims.layout().wl+featureIndex("stop")] = 50
+	p.Greedy = true
+	st := &repair.State{List: []env.Candidate{{ID: 0, File: "a.go", Line: 3}, {ID: 1, File: "a.go", Line: 4}},
+		Tried: map[int]env.TryResult{}, LineTries: map[env.Line]int{}, LineNoEffect: map[env.Line]int{}}
+	for _, noStop := range []bool{true, false} {
+		p.Protocol.NoStop = noStop
+		pick, dec, _ := chooser{&p}.Choose(st, []int{0, 1}, nil)
+		rows := len(dec.Features) / dec.Dim
+		switch {
+		case noStop && (pick < 0 || rows != 2):
+			t.Errorf("no stop offered: pick %d among %d rows; want a candidate among 2", pick, rows)
+		case !noStop && (pick != -1 || rows != 3):
+			t.Errorf("stop offered and favoured: pick %d among %d rows; want -1 among 3", pick, rows)
+		}
+	}
+	if !DefaultConfig().Protocol.NoStop {
+		t.Error("the default protocol offers a stop")
 	}
 }

@@ -25,8 +25,10 @@ type Policy struct {
 	Temperature float64
 	Greedy      bool
 	Seed        uint64
-	// Protocol is the repair protocol (its Keep is always on).
+	// Protocol is the repair protocol (its Keep is ignored: NoKeep says).
 	Protocol repair.Config
+	// NoKeep: partial fixes are not applied (Config.NoKeep).
+	NoKeep bool
 }
 
 var _ policy.Policy = (*Policy)(nil)
@@ -46,7 +48,7 @@ func (p *Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Acti
 		return errors.New("neural: parameters do not fit the network")
 	}
 	cfg := p.Protocol
-	cfg.Keep = true
+	cfg.Keep = !p.NoKeep
 	for i := range obs {
 		acts[i] = repair.Next(obs[i], cfg, chooser{p}, repair.Seeded(p.Seed, obs[i]))
 	}

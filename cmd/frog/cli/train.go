@@ -60,6 +60,7 @@ type trainOptions struct {
 
 	Name   string `json:"name,omitempty"`
 	stop   bool
+	keep   bool
 	RunDir string `json:"-"`
 	Resume string `json:"-"`
 	JSON   bool   `json:"-"`
@@ -91,11 +92,12 @@ learnability, retires hopeless and saturated ones and steers synthesis toward
 learnable bins.
 
 The policy: the protocol of the baselines (run the tests, measure coverage, rank
-lines by spectrum fault localisation, list template repairs at the most
-suspicious lines, try them, keep partial fixes), with the choice of what to try
-next, or to stop, made by a small network (an MLP and a linear part started at
-the fault-localisation prior) over each option's features. It learns from test
-outcomes alone.
+lines by spectrum fault localisation, list template repairs at the 60 most
+suspicious lines, try them until the tests pass or the tries run out), with the
+choice of what to try next made by a small network (an MLP and a linear part
+started at the fault-localisation prior) over each option's features. It learns
+from test outcomes alone. --keep also applies partial fixes and lists again;
+--stop offers the network the choice to stop.
 
 Every --eval-every updates the current policy, greedy, is evaluated on a fixed
 held-out task set (--heldout, modules never trained on); the baselines are
@@ -137,6 +139,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
 	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
 	f.BoolVar(&o.stop, "stop", false, "offer the policy the option to stop before its tries run out (a try costs nothing in the reward, so stopping early never raises the solve rate)")
+	f.BoolVar(&o.keep, "keep", false, "apply a try that fixes some failing tests and breaks none, then list candidates again (the way to 2- and 3-bug tasks; off by default: measured, it solved none of them and cost single-bug tasks, docs/training.md)")
 	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
 	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
 	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
@@ -192,6 +195,7 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 		o.Run.MaxSteps = o.Run.MaxTries + 12
 	}
 	o.Learner.Protocol.NoStop = !o.stop
+	o.Learner.NoKeep = !o.keep
 	if o.Learner.KeepZeroVariance && !c.Flags().Changed("refill-zero-variance") {
 		o.Run.RefillZeroVariance = false // kept groups must reach the learner
 	}

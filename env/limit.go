@@ -53,3 +53,18 @@ func (s *limitedSandbox) Close(ctx context.Context) error {
 	s.once.Do(s.release)
 	return err
 }
+
+// HostPath forwards the wrapped sandbox's HostPaths capability (none: the
+// sandbox sees no host file), so that a limit does not hide what a
+// harness shares among sandboxes.
+func (s *limitedSandbox) HostPath(p string) (string, bool) {
+	if hp, ok := s.Sandbox.(HostPaths); ok {
+		return hp.HostPath(p)
+	}
+	return "", false
+}
+
+// Remove forwards the wrapped sandbox's Remover capability, or runs rm.
+func (s *limitedSandbox) Remove(ctx context.Context, path string) error {
+	return remove(ctx, s.Sandbox, path)
+}

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/env/envtest"
 )
 
@@ -58,5 +60,41 @@ func TestRel(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("rel(%q) = %q, %v; want %q, ok %v", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// A limit on open sandboxes keeps what they can do besides the Sandbox
+// interface: the host paths a harness shares test binaries through, and
+// removing a file without rm.
+func TestLimitKeepsCapabilities(t *testing.T) {
+	p, err := New(DefaultConfig(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sb, err := env.Limit(p, 1).Open(ctx, env.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(ctx)
+	hp, ok := sb.(env.HostPaths)
+	if !ok {
+		t.Fatal("a limited process sandbox hides its host paths")
+	}
+	if got, ok := hp.HostPath("/usr/bin/env"); !ok || got != "/usr/bin/env" {
+		t.Errorf("HostPath(/usr/bin/env) = %q, %v; want the path itself", got, ok)
+	}
+	r, ok := sb.(env.Remover)
+	if !ok {
+		t.Fatal("a limited process sandbox hides Remove")
+	}
+	if err := sb.WriteFile(ctx, "x.txt", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Remove(ctx, "x.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.ReadFile(ctx, "x.txt"); err == nil {
+		t.Error("x.txt is still there after Remove")
 	}
 }

@@ -47,12 +47,19 @@ type Config struct {
 	Seed  uint64 `json:"seed"`
 	// Protocol is the repair protocol of the policies it makes.
 	Protocol repair.Config `json:"protocol"`
-	// NoKeep leaves partial fixes unapplied: an episode tries the
-	// candidates of its first list only. Keeping an edit that fixes some
-	// failing tests and breaks none is how 2- and 3-bug tasks could be
-	// solved step by step, but measured it solved none of them and lost
-	// single-bug tasks whose fix was in the list (docs/training.md,
-	// "Keeping partial fixes"). Checkpoints written before it keep.
+	// NoStop offers the network no option to stop: an episode ends when
+	// it is solved, out of tries, steps or candidates. With no cost to a
+	// try, stopping early never raises the solve rate; as an option it is
+	// in every decision and soaks up the probability the learner takes
+	// from tries that failed. NoKeep leaves partial fixes unapplied: an
+	// episode tries the candidates of its first list only. Keeping an edit
+	// that fixes some failing tests and breaks none is how 2- and 3-bug
+	// tasks could be solved step by step, but measured it solved none of
+	// them and lost single-bug tasks whose fix was in the list
+	// (docs/training.md, "The list's lines, stopping, keeping"). Both are
+	// false in checkpoints written before them: those stop and keep, as
+	// they were trained to.
+	NoStop bool `json:"no_stop,omitempty"`
 	NoKeep bool `json:"no_keep,omitempty"`
 }
 
@@ -74,7 +81,7 @@ const (
 // DefaultConfig is the learner `frog train` starts from.
 func DefaultConfig() Config {
 	return Config{Dims: DefaultDims, LR: 3e-3, WideLR: 3e-2, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1,
-		Protocol: repair.Config{NoStop: true}, NoKeep: true}
+		NoStop: true, NoKeep: true}
 }
 
 // Validate reports the first nonsensical field.
@@ -165,7 +172,8 @@ func (l *Learner) setParams(p []float32) error {
 }
 
 func (l *Learner) policy(p []float32) *Policy {
-	return &Policy{Dims: l.cfg.Dims, Params: p, Temperature: l.cfg.Temperature, Seed: l.cfg.Seed, Protocol: l.cfg.Protocol, NoKeep: l.cfg.NoKeep}
+	return &Policy{Dims: l.cfg.Dims, Params: p, Temperature: l.cfg.Temperature, Seed: l.cfg.Seed, Protocol: l.cfg.Protocol,
+		NoStop: l.cfg.NoStop, NoKeep: l.cfg.NoKeep}
 }
 
 // Policy is the current policy.

@@ -470,7 +470,7 @@ func TestNoStop(t *testing.T) {
 	st := &repair.State{List: []env.Candidate{{ID: 0, File: "a.go", Line: 3}, {ID: 1, File: "a.go", Line: 4}},
 		Tried: map[int]env.TryResult{}, LineTries: map[env.Line]int{}, LineNoEffect: map[env.Line]int{}}
 	for _, noStop := range []bool{true, false} {
-		p.Protocol.NoStop = noStop
+		p.NoStop = noStop
 		pick, dec, _ := chooser{&p}.Choose(st, []int{0, 1}, nil)
 		rows := len(dec.Features) / dec.Dim
 		switch {
@@ -480,7 +480,7 @@ func TestNoStop(t *testing.T) {
 			t.Errorf("stop offered and favoured: pick %d among %d rows; want -1 among 3", pick, rows)
 		}
 	}
-	if !DefaultConfig().Protocol.NoStop {
+	if !DefaultConfig().NoStop {
 		t.Error("the default protocol offers a stop")
 	}
 }

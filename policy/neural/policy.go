@@ -27,8 +27,9 @@ type Policy struct {
 	Seed        uint64
 	// Protocol is the repair protocol (its Keep is ignored: NoKeep says).
 	Protocol repair.Config
-	// NoKeep: partial fixes are not applied (Config.NoKeep).
-	NoKeep bool
+	// NoStop: no option to stop is offered; NoKeep: partial fixes are
+	// not applied (Config.NoStop, Config.NoKeep).
+	NoStop, NoKeep bool
 }
 
 var _ policy.Policy = (*Policy)(nil)
@@ -74,7 +75,7 @@ func (c chooser) Choose(st *repair.State, ids []int, rnd *rand.Rand) (int, *env.
 	for _, id := range ids {
 		rows = append(rows, f.Candidate(&st.List[id]))
 	}
-	if !p.Protocol.NoStop {
+	if !p.NoStop {
 		rows = append(rows, f.Stop())
 	}
 	flat := make([]float32, 0, len(rows)*repair.Dim)

@@ -34,12 +34,6 @@ type Config struct {
 	// Exhaustive tries every candidate of a list in one step: the search
 	// of the candidate-space ceiling, not a policy.
 	Exhaustive bool
-	// NoStop offers a chooser no option to stop: an episode ends when it
-	// is solved, out of tries, steps or candidates. With no cost to a try,
-	// stopping early never raises the solve rate; as an option it is in
-	// every decision and soaks up the probability the learner takes from
-	// tries that failed (docs/training.md, "Stopping").
-	NoStop bool
 }
 
 func (c Config) withDefaults() Config {

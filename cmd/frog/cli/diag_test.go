@@ -72,7 +72,7 @@ func (r *recorder) Choose(st *repair.State, _ []int, _ *rand.Rand) (int, *env.De
 //
 //	FROG_DIAG_TASKS=runs/train.jsonl FROG_DIAG_OUT=runs/diag-train.jsonl go test -run TestDiagRanks -timeout 2h ./cmd/frog/cli
 //	FROG_DIAG_TASKS=tasks/heldout.jsonl FROG_DIAG_OUT=runs/diag-heldout.jsonl go test -run TestDiagRanks -timeout 2h ./cmd/frog/cli
-//	(FROG_DIAG_LINES=N: the first list at the N most suspicious lines; 20 by default)
+//	(FROG_DIAG_LINES=N: the first list at the N most suspicious lines; the protocol's 60 by default)
 //	FROG_DIAG_TRAIN=runs/diag-train.jsonl FROG_DIAG_HELD=runs/diag-heldout.jsonl go test -run TestDiagFit -v ./cmd/frog/cli
 
 // TestDiagRanks plays each task of FROG_DIAG_TASKS up to its first candidate
@@ -101,10 +101,7 @@ func TestDiagRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := 20
-	if n, err := strconv.Atoi(os.Getenv("FROG_DIAG_LINES")); err == nil {
-		lines = n
-	}
+	lines, _ := strconv.Atoi(os.Getenv("FROG_DIAG_LINES")) // 0: the protocol's
 	rec := &recorder{cfg: repair.Config{Lines: lines}, seen: map[string]*repair.State{}}
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = "diag", 4, 22, 10

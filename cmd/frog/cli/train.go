@@ -194,7 +194,7 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	if o.Run.MaxSteps == 0 {
 		o.Run.MaxSteps = o.Run.MaxTries + 12
 	}
-	o.Learner.Protocol.NoStop = !o.stop
+	o.Learner.NoStop = !o.stop
 	o.Learner.NoKeep = !o.keep
 	if o.Learner.KeepZeroVariance && !c.Flags().Changed("refill-zero-variance") {
 		o.Run.RefillZeroVariance = false // kept groups must reach the learner

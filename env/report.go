@@ -124,6 +124,13 @@ type Candidate struct {
 	// the borrowed code comes from the same function.
 	Affinity float64 `json:"affinity,omitempty"`
 	Local    bool    `json:"local,omitempty"`
+	// Natural is how many bits more probable the edit makes the lines it
+	// touches under a token trigram model of the module's code (which
+	// leaves those lines out): positive when the edited code reads more
+	// like the rest of the module. Surprise is the line's mean surprise
+	// under that model, in bits a token: injected bugs raise it.
+	Natural  float64 `json:"natural,omitempty"`
+	Surprise float64 `json:"surprise,omitempty"`
 }
 
 // Edit replaces Old at byte Offset of a file with New.

@@ -78,11 +78,13 @@ func Init(d Dims, seed uint64, prior bool) []float32 {
 }
 
 // Prior is the wide part's start: prefer the lines fault localisation
-// ranks highest, as fl-greedy does, pass over lines that gave nothing, and
+// ranks highest, as fl-greedy does, and the edits that make the code read
+// more like the rest of its module, pass over lines that gave nothing, and
 // stop only when nothing is left.
 var Prior = map[string]float32{
 	"ochiai": 3, "rank_inv": 2, "top1": 1, "top5": 0.5, "all_failing": 0.5, "in_package": 0.5, "named_line": 0.5,
 	"line_no_effect": -1.5, "line_improved": 1, "stop": -3,
+	"natural": 1, "natural_best": 0.5, "surprise": 0.25,
 }
 
 func featureIndex(name string) int {

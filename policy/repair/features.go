@@ -66,6 +66,9 @@ const (
 	fTestName       // the share of its function's name words the failing tests' names hold
 	fTestMessage    // the same of the failing tests' messages
 	fFrameFunc      // its function is on a failing test's panic stack
+	fNatural        // tanh of the bits the edit makes its lines more probable under the module's token model
+	fNaturalBest    // the edit its line's candidates make most natural, and more natural than the line was
+	fSurprise       // the line's surprise under that model, standardised over the list's lines
 	// Dim is the length of every feature vector.
 	Dim
 )
@@ -93,6 +96,7 @@ var FeatureNames = func() []string {
 	}
 	n[fFirstAlt], n[fSmallerLiteral], n[fAffinity], n[fLocal], n[fTestName] = "first_alternative", "smaller_literal", "affinity", "local", "test_name"
 	n[fTestMessage], n[fFrameFunc] = "test_message", "frame_func"
+	n[fNatural], n[fNaturalBest], n[fSurprise] = "natural", "natural_best", "surprise"
 	return n
 }()
 
@@ -115,6 +119,10 @@ type Featurizer struct {
 	// frameFuncs are the functions of the failing tests' panic stacks, as
 	// candidates name them ("Type.Method" or "Func").
 	frameFuncs map[string]bool
+	// bestNatural is each line's highest Natural; surpriseMean and
+	// surpriseSD describe the list's lines' surprise.
+	bestNatural              map[env.Line]float64
+	surpriseMean, surpriseSD float64
 }
 
 // NewFeaturizer prepares the features of st's options.
@@ -131,12 +139,22 @@ func NewFeaturizer(st *State) *Featurizer {
 		f.suspects[s.Line] = s
 	}
 	f.n = len(sus)
+	f.bestNatural = map[env.Line]float64{}
+	var sum, sum2 float64
 	for _, c := range st.List {
 		l := env.Line{File: c.File, Line: c.Line}
 		if f.perLine[l] == 0 {
 			f.first[l] = c.ID
+			f.bestNatural[l] = c.Natural
+			sum += c.Surprise
+			sum2 += c.Surprise * c.Surprise
 		}
+		f.bestNatural[l] = max(f.bestNatural[l], c.Natural)
 		f.perLine[l]++
+	}
+	if n := float64(len(f.first)); n > 0 {
+		f.surpriseMean = sum / n
+		f.surpriseSD = math.Sqrt(max(sum2/n-f.surpriseMean*f.surpriseMean, 0))
 	}
 	for id, tr := range st.Tried {
 		if id < len(st.List) && Improves(&tr) {
@@ -220,6 +238,11 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 	x[fFrameFunc] = b2f(f.frameFuncs[c.Func])
 	x[fAffinity] = float32(c.Affinity)
 	x[fLocal] = b2f(c.Local)
+	x[fNatural] = float32(math.Tanh(c.Natural / 4))
+	x[fNaturalBest] = b2f(c.Natural > 0 && c.Natural >= f.bestNatural[l])
+	if f.surpriseSD > 0 {
+		x[fSurprise] = float32(math.Tanh((c.Surprise - f.surpriseMean) / f.surpriseSD))
+	}
 	if len(c.Edits) == 1 {
 		e := c.Edits[0]
 		x[fNewToken+index(NewTokens, strings.TrimSpace(e.New))] = 1

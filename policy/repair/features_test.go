@@ -9,7 +9,7 @@ import (
 
 func TestFeatureLayout(t *testing.T) {
 	if fContext != fKind+len(Kinds) || fNamedLine != fContext+len(Contexts) || fOp != fStop+1 ||
-		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fFrameFunc+1 {
+		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fSurprise+1 {
 		t.Fatalf("layout: kind %d context %d named %d stop %d dim %d", fKind, fContext, fNamedLine, fStop, Dim)
 	}
 	seen := map[string]bool{}
@@ -25,10 +25,10 @@ func TestFeatureLayout(t *testing.T) {
 // reaches the features: the template, the text it writes, which is first.
 func TestCandidateFeatures(t *testing.T) {
 	st := &State{List: []env.Candidate{
-		{ID: 0, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "3"}}},
-		{ID: 1, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "1"}}},
-		{ID: 2, File: "a.go", Line: 3, Op: "compare-negate", Kind: "token", Edits: []env.Edit{{Offset: 4, Old: "==", New: "!="}}},
-		{ID: 3, File: "a.go", Line: 9, Op: "restore-err", Kind: "return", Edits: []env.Edit{{Offset: 40, Old: "nil", New: "err"}}},
+		{ID: 0, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "3"}}, Natural: -2, Surprise: 6},
+		{ID: 1, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "1"}}, Natural: 3, Surprise: 6},
+		{ID: 2, File: "a.go", Line: 3, Op: "compare-negate", Kind: "token", Edits: []env.Edit{{Offset: 4, Old: "==", New: "!="}}, Natural: 1, Surprise: 6},
+		{ID: 3, File: "a.go", Line: 9, Op: "restore-err", Kind: "return", Edits: []env.Edit{{Offset: 40, Old: "nil", New: "err"}}, Natural: -1, Surprise: 2},
 	}}
 	f := NewFeaturizer(st)
 	name := map[string]int{}
@@ -36,10 +36,10 @@ func TestCandidateFeatures(t *testing.T) {
 		name[n] = i
 	}
 	want := []map[string]float32{
-		{"op_int-literal": 1, "new_other": 1, "first_alternative": 1, "smaller_literal": 0},
-		{"op_int-literal": 1, "new_1": 1, "first_alternative": 0, "smaller_literal": 1},
-		{"op_compare-negate": 1, "new_!=": 1, "first_alternative": 0, "op_int-literal": 0},
-		{"op_restore-err": 1, "new_other": 1, "first_alternative": 1},
+		{"op_int-literal": 1, "new_other": 1, "first_alternative": 1, "smaller_literal": 0, "natural": -0.46211717, "natural_best": 0, "surprise": 0.7615942},
+		{"op_int-literal": 1, "new_1": 1, "first_alternative": 0, "smaller_literal": 1, "natural": 0.63514894, "natural_best": 1},
+		{"op_compare-negate": 1, "new_!=": 1, "first_alternative": 0, "op_int-literal": 0, "natural_best": 0},
+		{"op_restore-err": 1, "new_other": 1, "first_alternative": 1, "natural_best": 0, "surprise": -0.7615942},
 	}
 	for i := range st.List {
 		x := f.Candidate(&st.List[i])

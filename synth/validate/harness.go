@@ -12,6 +12,7 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -51,6 +52,8 @@ type Harness struct {
 	// episodes of a group that reach one state at once (its first run of
 	// the tests, its coverage) wait for the first and take its answer.
 	computing keyLocks
+	// models are the token models of recent tasks' code (naturalness).
+	models models
 }
 
 // keyLocks are mutexes by key, made on demand and dropped when free.
@@ -449,10 +452,18 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 			if sf == nil {
 				continue
 			}
+			lm := h.models.get(t.ID, tmpl)
+			surprise := map[int]float64{}
 			for _, r := range mutate.Repairs(pkg.fset, sf.file, sf.src, pkg.info, byFile[f]) {
 				l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}
+				s, ok := surprise[l.Line]
+				if !ok {
+					s = lm.Surprise(sf.src, l.Line)
+					surprise[l.Line] = s
+				}
 				perLine[l] = append(perLine[l], env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
-					Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: toEnvEdits(r.Edits), Affinity: r.Affinity, Local: r.Local})
+					Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: toEnvEdits(r.Edits), Affinity: r.Affinity, Local: r.Local,
+					Natural: lm.Delta(sf.src, r.Edits), Surprise: s})
 			}
 		}
 		var out []env.Candidate
@@ -471,6 +482,78 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 		return out, 0, nil
 	})
 	return list, err
+}
+
+// models caches the token models (mutate.LM) of the last few tasks'
+// templates: a task's candidate lists share one.
+type models struct {
+	mu    sync.Mutex
+	order []string
+	m     map[string]*modelEntry
+}
+
+type modelEntry struct {
+	once sync.Once
+	lm   *mutate.LM
+}
+
+// maxModels bounds the models kept (one is some megabytes).
+const maxModels = 8
+
+// get is task id's model of its template tmpl's non-test Go code (the code
+// as the task hands it over, bug included: never the fixed code), made on
+// first use; nil if the template cannot be read.
+func (ms *models) get(id, tmpl string) *mutate.LM {
+	ms.mu.Lock()
+	if ms.m == nil {
+		ms.m = map[string]*modelEntry{}
+	}
+	e := ms.m[id]
+	if e == nil {
+		e = &modelEntry{}
+		ms.m[id] = e
+		ms.order = append(ms.order, id)
+		if len(ms.order) > maxModels {
+			delete(ms.m, ms.order[0])
+			ms.order = ms.order[1:]
+		}
+	}
+	ms.mu.Unlock()
+	e.once.Do(func() { e.lm = moduleModel(tmpl) })
+	return e.lm
+}
+
+// moduleModel counts the non-test Go files of the module at dir (vendored,
+// testdata and hidden directories left out), up to 16 MB of them.
+func moduleModel(dir string) *mutate.LM {
+	var srcs [][]byte
+	total := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		n := d.Name()
+		if d.IsDir() {
+			if p != dir && (n == "vendor" || n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || total > 16<<20 {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		total += len(data)
+		srcs = append(srcs, data)
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return mutate.NewLM(srcs)
 }
 
 func firstHit(lo, hi int, lines []int) int {

@@ -180,6 +180,20 @@ func TestSchemaAgreesWithRealBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The harness scores each candidate's naturalness under the module's
+	// token model (mutate.LM, tested there), and its line's surprise.
+	natural := 0
+	for _, c := range list {
+		if c.Natural != 0 {
+			natural++
+		}
+		if c.Surprise <= 0 {
+			t.Errorf("candidate %d (%s at %d): surprise %v, want > 0", c.ID, c.Desc, c.Line, c.Surprise)
+		}
+	}
+	if natural == 0 {
+		t.Errorf("no candidate of %d has a naturalness", len(list))
+	}
 	// A candidate that cannot build: a token that is no Go.
 	list = append(list, env.Candidate{ID: len(list), File: "calc/calc.go", Line: 8, Op: "junk", Desc: "junk",
 		Edits: []env.Edit{{Offset: strings.Index(string(mustRead(t, tmpl, "calc/calc.go")), "if a < b"), Old: "if", New: "iff"}}})

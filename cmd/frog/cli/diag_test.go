@@ -182,9 +182,15 @@ func readDiag(t *testing.T, p string) []diagTask {
 	return out
 }
 
-func diagFeat(c diagCand, pos int, extra bool) []float64 {
+func diagFeat(c diagCand, pos int, extra, natural bool) []float64 {
 	x := make([]float64, 0, 64)
-	for _, v := range c.X {
+	for i, v := range c.X {
+		if !natural && i < len(repair.FeatureNames) {
+			switch repair.FeatureNames[i] {
+			case "natural", "natural_best", "surprise":
+				v = 0
+			}
+		}
 		x = append(x, float64(v))
 	}
 	if !extra {
@@ -200,6 +206,15 @@ func diagFeat(c diagCand, pos int, extra bool) []float64 {
 	x = append(x, b2f64(newv == "0"), b2f64(newv == "1"), b2f64(oldv == "0"), b2f64(oldv == "1"))
 	x = append(x, b2f64(len(newv) < len(oldv)), b2f64(pos == 0), 1/float64(pos+1))
 	return x
+}
+
+func diagIndex(name string) int {
+	for i, n := range repair.FeatureNames {
+		if n == name {
+			return i
+		}
+	}
+	panic("no feature " + name)
 }
 
 func b2f64(b bool) float64 {
@@ -225,7 +240,7 @@ func TestDiagFit(t *testing.T) {
 		gold []bool
 		ord  []int // list order rank
 	}
-	mk := func(ds []diagTask, extra bool) (out []ex, total int) {
+	mk := func(ds []diagTask, extra, natural bool) (out []ex, total int) {
 		for _, d := range ds {
 			if d.K != 1 {
 				continue
@@ -238,7 +253,7 @@ func TestDiagFit(t *testing.T) {
 				key := c.File + ":" + strconv.Itoa(c.Line)
 				pos := line[key]
 				line[key]++
-				e.x = append(e.x, diagFeat(c, pos, extra))
+				e.x = append(e.x, diagFeat(c, pos, extra, natural))
 				e.gold = append(e.gold, c.Gold)
 				g = g || c.Gold
 			}
@@ -279,9 +294,10 @@ func TestDiagFit(t *testing.T) {
 		}
 		t.Logf("%-28s k=1 tasks %d, gold in list %d; gold within 1/5/10: %d/%d/%d (%.1f%% of tasks at 10)", name, total, len(es), top1, top5, top10, 100*float64(top10)/float64(total))
 	}
-	for _, extra := range []bool{false, true} {
-		tr, ntr := mk(train, extra)
-		he, nhe := mk(held, extra)
+	for pass := range 3 {
+		extra, natural := pass == 2, pass > 0
+		tr, ntr := mk(train, extra, natural)
+		he, nhe := mk(held, extra, natural)
 		order := func(e ex) []float64 {
 			s := make([]float64, len(e.x))
 			for i := range s {
@@ -289,9 +305,25 @@ func TestDiagFit(t *testing.T) {
 			}
 			return s
 		}
-		if !extra {
+		if pass == 0 {
 			report("list order, train", tr, ntr, order)
 			report("list order, held-out", he, nhe, order)
+		}
+		if pass == 1 {
+			// fl-greedy's line order, a line's candidates by naturalness.
+			nat := func(e ex) []float64 {
+				s := make([]float64, len(e.x))
+				line := -1.0
+				for i, x := range e.x {
+					if x[diagIndex("first_alternative")] == 1 {
+						line++
+					}
+					s[i] = -line*100 + x[diagIndex("natural")]
+				}
+				return s
+			}
+			report("lines in order, natural", tr, ntr, nat)
+			report("lines in order, natural", he, nhe, nat)
 		}
 		dim := len(tr[0].x[0])
 		w := make([]float64, dim)
@@ -341,9 +373,11 @@ func TestDiagFit(t *testing.T) {
 				w[j] -= 0.03 * mh / (math.Sqrt(vh) + 1e-8)
 			}
 		}
-		name := "linear, base features"
-		if extra {
-			name = "linear, + op features"
+		name := []string{"linear, no naturalness", "linear, base features", "linear, + op features"}[pass]
+		if pass == 1 {
+			for _, n := range []string{"ochiai", "rank_inv", "top1", "first_alternative", "natural", "natural_best", "surprise"} {
+				t.Logf("  weight %s %.2f", n, w[diagIndex(n)])
+			}
 		}
 		report(name+", train", tr, ntr, lin)
 		report(name+", held-out", he, nhe, lin)

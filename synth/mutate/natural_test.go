@@ -1,0 +1,67 @@
+package mutate
+
+import (
+	"strings"
+	"testing"
+)
+
+const naturalSrc = `package p
+
+func Sum(s []int) int {
+	t := 0
+	for i := 0; i < len(s); i++ {
+		t += s[i]
+	}
+	return t
+}
+
+func Max(s []int) int {
+	m := s[0]
+	for i := 0; i < len(s); i++ {
+		if s[i] > m {
+			m = s[i]
+		}
+	}
+	return m
+}
+
+func Count(s []int, v int) int {
+	n := 0
+	for i := 0; i <= len(s); i++ {
+		if s[i] == v {
+			n++
+		}
+	}
+	return n
+}
+`
+
+func TestLMDelta(t *testing.T) {
+	src := []byte(naturalSrc)
+	lm := NewLM([][]byte{src})
+	off := strings.Index(naturalSrc, "i <= len")
+	at := off + len("i ")
+	fix := lm.Delta(src, []Edit{{Offset: at, Old: "<=", New: "<"}})
+	wrong := lm.Delta(src, []Edit{{Offset: at, Old: "<=", New: ">="}})
+	if fix <= 0 || fix <= wrong {
+		t.Errorf("Delta: the module's idiom (<) %.2f bits, another flip (>=) %.2f: want the idiom positive and above", fix, wrong)
+	}
+	// Leave one out: the buggy line does not vouch for itself, and a
+	// line the module writes three times is less surprising than it.
+	line := strings.Count(naturalSrc[:off], "\n") + 1
+	bug, idiom := lm.Surprise(src, line), lm.Surprise(src, 5)
+	if bug <= idiom {
+		t.Errorf("Surprise: the buggy line %.2f bits a token, the idiom's %.2f: want the bug more surprising", bug, idiom)
+	}
+	// The counts are as they were after scoring.
+	if again := lm.Delta(src, []Edit{{Offset: at, Old: "<=", New: "<"}}); again != fix {
+		t.Errorf("Delta changed the model: %.4f then %.4f", fix, again)
+	}
+	if d := lm.Delta(src, []Edit{{Offset: at, Old: "<", New: ">"}}); d != 0 {
+		t.Errorf("an edit that does not apply: Delta %.2f, want 0", d)
+	}
+	var nilLM *LM
+	if nilLM.Delta(src, []Edit{{Offset: at, Old: "<=", New: "<"}}) != 0 || nilLM.Surprise(src, 3) != 0 {
+		t.Error("a nil model scores 0")
+	}
+}

@@ -1,6 +1,9 @@
 package mutate
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -64,4 +67,59 @@ func TestLMDelta(t *testing.T) {
 	if nilLM.Delta(src, []Edit{{Offset: at, Old: "<=", New: "<"}}) != 0 || nilLM.Surprise(src, 3) != 0 {
 		t.Error("a nil model scores 0")
 	}
+}
+
+// goTypesSources are go/types' non-test files from GOROOT: a large
+// package (about 60,000 lines) to time the model on.
+func goTypesSources(b *testing.B) [][]byte {
+	dir := filepath.Join(runtime.GOROOT(), "src", "go", "types")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Skip(err)
+	}
+	var srcs [][]byte
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			data, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			srcs = append(srcs, data)
+		}
+	}
+	return srcs
+}
+
+// BenchmarkLM times building the model of go/types (once a task in the
+// harness) and scoring one edit (once a candidate).
+func BenchmarkLM(b *testing.B) {
+	srcs := goTypesSources(b)
+	lines := 0
+	for _, s := range srcs {
+		lines += strings.Count(string(s), "\n")
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			NewLM(srcs)
+		}
+		b.ReportMetric(float64(lines), "lines")
+	})
+	b.Run("delta", func(b *testing.B) {
+		lm := NewLM(srcs)
+		var src []byte
+		at := -1
+		for _, s := range srcs {
+			if at = strings.Index(string(s), " < "); at >= 0 {
+				src = s
+				break
+			}
+		}
+		if at < 0 {
+			b.Skip("no < in go/types")
+		}
+		e := []Edit{{Offset: at + 1, Old: "<", New: "<="}}
+		for b.Loop() {
+			lm.Delta(src, e)
+		}
+	})
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/policy/neural"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -146,5 +148,33 @@ func TestParseBytes(t *testing.T) {
 		if _, err := parseBytes(in); err == nil {
 			t.Errorf("parseBytes(%q) accepted", in)
 		}
+	}
+}
+
+// TestEvalPriorIsTrainsStart checks that --policy prior is the network
+// frog train starts from at the same seed, greedy, and that the seed
+// reaches it.
+func TestEvalPriorIsTrainsStart(t *testing.T) {
+	p, err := evalPolicy("prior", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, ok := p.(*neural.Policy)
+	if !ok {
+		t.Fatalf("prior is a %T, want a *neural.Policy", p)
+	}
+	if !np.Greedy {
+		t.Error("prior is not greedy")
+	}
+	cfg := neural.DefaultConfig()
+	if want := neural.Init(cfg.Dims, 1, cfg.Prior); !slices.Equal(np.Params, want) {
+		t.Error("prior's weights are not neural.Init's at seed 1 with the prior")
+	}
+	p2, err := evalPolicy("prior", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(p2.(*neural.Policy).Params, np.Params) {
+		t.Error("seeds 1 and 2 gave the same weights")
 	}
 }

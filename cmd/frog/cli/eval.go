@@ -78,7 +78,8 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 		RunE: func(c *cobra.Command, _ []string) error { return runEval(c.Context(), g, o) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.Policy, "policy", "fl-feedback", "policy, or several separated by commas (evaluated in turn on the same tasks, one harness and outcome cache): "+strings.Join(baseline.Names[:3], ", "))
+	f.StringVar(&o.Policy, "policy", "fl-feedback", "policy, or several separated by commas (evaluated in turn on the same tasks, one harness and outcome cache): "+strings.Join(baseline.Names[:3], ", ")+
+		"; prior (the untrained network frog train starts from at this --seed); a run directory of frog train (its last checkpoint) or a checkpoint file, greedy")
 	f.StringVar(&o.Tasks, "tasks", "", "task store (.jsonl) written by frog synth (required)")
 	f.IntVar(&o.Tries, "tries", 10, "most candidates an episode may try")
 	f.IntVar(&o.Samples, "samples", 1, "episodes per task")
@@ -132,6 +133,20 @@ func (o *evalOptions) validate() error {
 func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 	if name == "ceiling" {
 		return nil, errors.New(`"ceiling" is measured with --ceiling, not evaluated as a policy`)
+	}
+	if name == "prior" {
+		// The network frog train starts from, untrained: what a run's
+		// learning adds is the trained policy's rate against this one.
+		cfg := neural.DefaultConfig()
+		cfg.Seed = seed
+		l, err := neural.NewLearner(cuda.NewCPU(), cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		p := *l.Current()
+		p.Greedy = true
+		return &p, nil
 	}
 	if _, err := os.Stat(name); err == nil {
 		ck, file, err := loadCheckpoint(name)

@@ -4,7 +4,6 @@ import (
 	"go/scanner"
 	"go/token"
 	"math"
-	"sort"
 	"sync"
 )
 
@@ -160,9 +159,6 @@ func lineSpan(src []byte, lo, hi int) (int, int) {
 // context; scored says where the region's own tokens start.
 func (lm *LM) region(src []byte, lo, hi int) (ids []uint32, scored int) {
 	clo, _ := lineSpan(src, max(lo-1, 0), max(lo-1, 0))
-	if lo == 0 {
-		clo = 0
-	}
 	ts := tokens(src, clo, hi)
 	for scored < len(ts) && ts[scored].off < lo {
 		scored++
@@ -179,27 +175,18 @@ func (lm *LM) Delta(src []byte, edits []Edit) float64 {
 	if lm == nil || len(edits) == 0 {
 		return 0
 	}
-	es := append([]Edit(nil), edits...)
-	sort.Slice(es, func(i, j int) bool { return es[i].Offset < es[j].Offset })
-	lo, hi := es[0].Offset, 0
-	for _, e := range es {
-		if e.Offset < 0 || e.Offset+len(e.Old) > len(src) || string(src[e.Offset:e.Offset+len(e.Old)]) != e.Old {
-			return 0
-		}
-		hi = max(hi, e.Offset+len(e.Old))
+	b, err := Splice(src, edits)
+	if err != nil {
+		return 0
+	}
+	lo, hi := len(src), 0
+	for _, e := range edits {
+		lo, hi = min(lo, e.Offset), max(hi, e.Offset+len(e.Old))
 	}
 	lo, hi = lineSpan(src, lo, hi)
-	// The edited text: the same lines with the edits applied.
-	var b []byte
-	b = append(b, src[:lo]...)
-	at := lo
-	for _, e := range es {
-		b = append(b, src[at:e.Offset]...)
-		b = append(b, e.New...)
-		at = e.Offset + len(e.Old)
-	}
-	b = append(b, src[at:hi]...)
-	nhi := len(b)
+	// The edited lines are the same lines of b, shifted by what the edits
+	// added or took away.
+	nhi := hi + len(b) - len(src)
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
 	before, bs := lm.region(src, lo, hi)

@@ -443,6 +443,7 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 			c    env.Candidate
 		}
 		perLine := map[env.Line][]env.Candidate{}
+		lm := h.models.get(t.ID, tmpl)
 		for _, f := range order {
 			pkg, err := loadPackage(tmpl, ws, path.Dir(f))
 			if err != nil {
@@ -452,7 +453,6 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 			if sf == nil {
 				continue
 			}
-			lm := h.models.get(t.ID, tmpl)
 			surprise := map[int]float64{}
 			for _, r := range mutate.Repairs(pkg.fset, sf.file, sf.src, pkg.info, byFile[f]) {
 				l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}

@@ -143,10 +143,7 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer l.Close()
-		p := *l.Current()
-		p.Greedy = true
-		return &p, nil
+		return greedy(l), nil
 	}
 	if _, err := os.Stat(name); err == nil {
 		ck, file, err := loadCheckpoint(name)
@@ -157,16 +154,21 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		defer l.Close()
-		p := *l.Current()
-		p.Greedy = true
-		return &p, nil
+		return greedy(l), nil
 	}
 	p, err := baseline.New(name, seed)
 	if err != nil {
 		return nil, fmt.Errorf("%w, or a run directory or checkpoint of frog train", err)
 	}
 	return p, nil
+}
+
+// greedy is l's current policy, taking the best option, with l closed.
+func greedy(l *neural.Learner) policy.Policy {
+	defer l.Close()
+	p := *l.Current()
+	p.Greedy = true
+	return &p
 }
 
 // logRate logs a policy's solve rate the moment it is measured, so that a

@@ -61,6 +61,15 @@ type Config struct {
 	// they were trained to.
 	NoStop bool `json:"no_stop,omitempty"`
 	NoKeep bool `json:"no_keep,omitempty"`
+	// KL is the weight β of a penalty on the KL divergence from the
+	// reference policy — the network the run started from, Init(Dims,
+	// Seed, Prior) — as GRPO has it in DeepSeekMath: β·KL(π‖π_ref) per
+	// decision, by the k3 estimator at the chosen option (π_ref/π − log
+	// π_ref/π − 1, unbiased and never negative). The start is a prior that
+	// carries across modules; the penalty keeps a run of a few dozen
+	// updates on 120 tasks from trading it for what only those tasks
+	// reward. 0: no penalty (checkpoints written before it).
+	KL float64 `json:"kl,omitempty"`
 }
 
 // Credit assignments (Config.Credit).
@@ -81,7 +90,7 @@ const (
 // DefaultConfig is the learner `frog train` starts from.
 func DefaultConfig() Config {
 	return Config{Dims: DefaultDims, LR: 3e-3, WideLR: 3e-2, Clip: 0.2, Entropy: 0.01, MaxGradNorm: 1, Epochs: 2, Temperature: 1, Prior: true, Seed: 1,
-		NoStop: true, NoKeep: true}
+		NoStop: true, NoKeep: true, KL: 0.1}
 }
 
 // Validate reports the first nonsensical field.
@@ -97,6 +106,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("clip %v: want in (0, 1)", c.Clip)
 	case c.Entropy < 0 || c.MaxGradNorm < 0 || math.IsNaN(c.Entropy) || math.IsNaN(c.MaxGradNorm):
 		return errors.New("entropy weight and max grad norm: want >= 0")
+	case !(c.KL >= 0) || math.IsInf(c.KL, 0):
+		return fmt.Errorf("KL weight %v: want >= 0", c.KL)
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs %d: want >= 1", c.Epochs)
 	case !(c.Temperature > 0):
@@ -117,11 +128,13 @@ func (c Config) Validate() error {
 type Learner struct {
 	b   cuda.Backend
 	cfg Config
-	// params, m and v live on the backend; step counts Adam steps.
-	params, m, v, grads, one cuda.Buffer
-	step                     int
-	updates                  int64
-	cur                      *Policy
+	// params, m and v live on the backend, with ref, the reference
+	// policy's parameters (the start) when the KL penalty is on; step
+	// counts Adam steps.
+	params, m, v, grads, one, ref cuda.Buffer
+	step                          int
+	updates                       int64
+	cur                           *Policy
 }
 
 var _ policy.Learner = (*Learner)(nil)
@@ -135,9 +148,16 @@ func NewLearner(b cuda.Backend, cfg Config) (*Learner, error) {
 	if err := l.alloc(); err != nil {
 		return nil, err
 	}
-	if err := l.setParams(Init(cfg.Dims, cfg.Seed, cfg.Prior)); err != nil {
+	start := Init(cfg.Dims, cfg.Seed, cfg.Prior)
+	if err := l.setParams(start); err != nil {
 		l.Close()
 		return nil, err
+	}
+	if cfg.KL > 0 {
+		if err := l.b.WriteFloat32(l.ref, start); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("neural: write the reference parameters: %w", err)
+		}
 	}
 	return l, nil
 }
@@ -154,6 +174,9 @@ func (l *Learner) alloc() error {
 		return buf
 	}
 	l.params, l.m, l.v, l.grads, l.one = a(P), a(P), a(P), a(P), a(1)
+	if l.cfg.KL > 0 {
+		l.ref = a(P)
+	}
 	if err == nil {
 		err = l.b.Fill(l.one, 1)
 	}
@@ -189,7 +212,7 @@ func (l *Learner) Backend() string { return l.b.Name() }
 // owns).
 func (l *Learner) Close() error {
 	var errs []error
-	for _, b := range []cuda.Buffer{l.params, l.m, l.v, l.grads, l.one} {
+	for _, b := range []cuda.Buffer{l.params, l.m, l.v, l.grads, l.one, l.ref} {
 		if b.Len() > 0 {
 			errs = append(errs, l.b.Free(b))
 		}
@@ -339,6 +362,9 @@ func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Pol
 	if err := w.upload(b); err != nil {
 		return nil, st, err
 	}
+	if err := w.reference(); err != nil {
+		return nil, st, err
+	}
 	var last stepStats
 	for e := range l.cfg.Epochs {
 		if err := ctx.Err(); err != nil {
@@ -351,6 +377,9 @@ func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Pol
 		if e == 0 {
 			st.Loss = s.loss
 			st.Extra["kl"], st.Extra["entropy"], st.Extra["grad_norm"], st.Extra["clip_fraction"] = s.kl, s.entropy, s.gradNorm, s.clipFrac
+			if l.cfg.KL > 0 {
+				st.Extra["kl_ref"] = s.klRef
+			}
 		}
 		last = s
 	}

@@ -18,7 +18,11 @@ import (
 // the reference the backend's gradient is checked against.
 func refLoss(d Dims, p []float64, b batch, cfg Config) float64 {
 	l := d.layout()
-	score := func(x []float32) float64 {
+	var ref []float64 // the reference policy's parameters: the start
+	for _, v := range Init(d, cfg.Seed, cfg.Prior) {
+		ref = append(ref, float64(v))
+	}
+	score := func(p []float64, x []float32) float64 {
 		h1 := make([]float64, d.H1)
 		for j := range d.H1 {
 			s := p[l.b1+j]
@@ -40,14 +44,13 @@ func refLoss(d Dims, p []float64, b batch, cfg Config) float64 {
 		}
 		return out / cfg.Temperature
 	}
-	D := len(b.chosen)
-	var loss, ent float64
-	for k := range D {
+	// logSoftmax of decision k's options under p.
+	logSoftmax := func(p []float64, k int) []float64 {
 		lo, hi := int(b.off[k]), int(b.off[k+1])
 		s := make([]float64, hi-lo)
 		m := math.Inf(-1)
 		for r := lo; r < hi; r++ {
-			s[r-lo] = score(b.x[r*d.F : (r+1)*d.F])
+			s[r-lo] = score(p, b.x[r*d.F:(r+1)*d.F])
 			m = math.Max(m, s[r-lo])
 		}
 		var z float64
@@ -55,16 +58,29 @@ func refLoss(d Dims, p []float64, b batch, cfg Config) float64 {
 			z += math.Exp(v - m)
 		}
 		lz := m + math.Log(z)
-		for _, v := range s {
-			lp := v - lz
+		for i := range s {
+			s[i] -= lz
+		}
+		return s
+	}
+	D := len(b.chosen)
+	var loss, ent, kl float64
+	for k := range D {
+		lps := logSoftmax(p, k)
+		for _, lp := range lps {
 			ent -= math.Exp(lp) * lp
 		}
-		lpc := s[int(b.chosen[k])-lo] - lz
+		c := int(b.chosen[k] - b.off[k])
+		lpc := lps[c]
 		ratio := math.Exp(lpc - b.old[k])
 		a := float64(b.adv[k])
 		loss -= math.Min(ratio*a, math.Max(math.Min(ratio, 1+cfg.Clip), 1-cfg.Clip)*a)
+		if cfg.KL > 0 {
+			lr := logSoftmax(ref, k)[c]
+			kl += math.Exp(lr-lpc) - (lr - lpc) - 1
+		}
 	}
-	return loss/float64(D) - cfg.Entropy*ent/float64(D)
+	return loss/float64(D) - cfg.Entropy*ent/float64(D) + cfg.KL*kl/float64(D)
 }
 
 // minPreactivation is the smallest |pre-activation| of any hidden unit on
@@ -132,6 +148,8 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 		{"on-policy", 0, func(*Config) {}},
 		{"off-policy, some clipped", 0.5, func(*Config) {}},
 		{"no entropy, temperature 2", 0, func(c *Config) { c.Entropy, c.Temperature = 0, 2 }},
+		{"no KL penalty", 0.5, func(c *Config) { c.KL = 0 }},
+		{"strong KL penalty, off-policy", 0.5, func(c *Config) { c.KL = 2 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -482,5 +500,54 @@ func TestNoStop(t *testing.T) {
 	}
 	if !DefaultConfig().NoStop {
 		t.Error("the default protocol offers a stop")
+	}
+}
+
+// TestKLHoldsTheStart checks the KL penalty to the reference policy: the
+// same rewarded choice, taught for as many updates, moves a penalised
+// policy less far from its start than an unpenalised one, the divergence is
+// reported, and it stays where the penalty balances the advantage (the
+// probability of the rewarded choice settles short of 1).
+func TestKLHoldsTheStart(t *testing.T) {
+	train := func(kl float64) (p0, p1, klRef float64) {
+		cfg := DefaultConfig()
+		cfg.Dims = Dims{F: repair.Dim, H1: 16, H2: 8}
+		cfg.KL = kl
+		l := smallLearner(t, cfg)
+		rows := twoOptions()
+		d := repair.Decision(Kind, rows, 0, 1)
+		lp, _ := l.Current().LogProb(d)
+		p0 = math.Exp(lp)
+		for range 150 {
+			g := policy.Group{Trajectories: []*env.Trajectory{tries(l, rows, 0, 1, 1), tries(l, rows, 1, 1, 0)}}
+			_, st, err := l.Update(context.Background(), []policy.Group{g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := st.Extra["kl_ref"]; ok != (kl > 0) {
+				t.Fatalf("KL %g: kl_ref reported %v", kl, ok)
+			}
+			klRef = st.Extra["kl_ref"]
+		}
+		lp, _ = l.Current().LogProb(d)
+		return p0, math.Exp(lp), klRef
+	}
+	start, free, _ := train(0)
+	start2, held, klRef := train(1)
+	if start != start2 {
+		t.Fatalf("the two learners start apart: %g, %g", start, start2)
+	}
+	t.Logf("p(rewarded) from %.3f: %.3f without the penalty, %.3f with β = 1 (KL to the start %.3f)", start, free, held, klRef)
+	if !(held > start+0.05) {
+		t.Errorf("with the penalty the rewarded choice did not rise: %.3f → %.3f", start, held)
+	}
+	if !(free > held+0.05) {
+		t.Errorf("the penalty did not hold the policy nearer its start: %.3f without, %.3f with", free, held)
+	}
+	if !(klRef > 0) {
+		t.Errorf("KL to the start %g after the policy moved: want > 0", klRef)
+	}
+	if err := (Config{Dims: DefaultDims, LR: 1, Clip: 0.2, Epochs: 1, Temperature: 1, KL: -1}).Validate(); err == nil {
+		t.Error("KL weight -1 validated")
 	}
 }

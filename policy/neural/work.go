@@ -15,16 +15,26 @@ type work struct {
 	x, h1, h2, s, lp, p, dlp, ds, dyH, dsH, dh2, dh1 cuda.Buffer
 	lpc, coef, hsum, gn                              cuda.Buffer
 	off, chosen                                      cuda.Buffer
-	// views of the parameters and gradients
+	// views of the parameters, the gradients and the reference parameters
 	w1, b1, w2, b2, w3, wl       cuda.Buffer
 	gw1, gb1, gw2, gb2, gw3, gwl cuda.Buffer
+	ref                          params
 	allocs                       []cuda.Buffer
 	lpcHost                      []float32
+	// lref holds the reference policy's log-probability of each
+	// decision's choice (the KL penalty's), nil without one.
+	lref []float64
 }
+
+// params are views of one parameter vector's parts.
+type params struct{ w1, b1, w2, b2, w3, wl cuda.Buffer }
 
 // stepStats is what one pass over the batch measured, before its update.
 type stepStats struct {
 	loss, kl, entropy, gradNorm, clipFrac float64
+	// klRef is the mean KL divergence from the reference policy (k3, at
+	// the chosen options).
+	klRef float64
 }
 
 func (l *Learner) newWork(N, D int) (*work, error) {
@@ -60,10 +70,18 @@ func (l *Learner) newWork(N, D int) (*work, error) {
 		v, err = b.Slice(off, n)
 		return v
 	}
-	for _, pair := range []struct {
+	views := []struct {
 		b    cuda.Buffer
 		dsts []*cuda.Buffer
-	}{{l.params, []*cuda.Buffer{&w.w1, &w.b1, &w.w2, &w.b2, &w.w3, &w.wl}}, {l.grads, []*cuda.Buffer{&w.gw1, &w.gb1, &w.gw2, &w.gb2, &w.gw3, &w.gwl}}} {
+	}{{l.params, []*cuda.Buffer{&w.w1, &w.b1, &w.w2, &w.b2, &w.w3, &w.wl}}, {l.grads, []*cuda.Buffer{&w.gw1, &w.gb1, &w.gw2, &w.gb2, &w.gw3, &w.gwl}}}
+	if l.ref.Len() > 0 {
+		r := &w.ref
+		views = append(views, struct {
+			b    cuda.Buffer
+			dsts []*cuda.Buffer
+		}{l.ref, []*cuda.Buffer{&r.w1, &r.b1, &r.w2, &r.b2, &r.w3, &r.wl}})
+	}
+	for _, pair := range views {
 		*pair.dsts[0] = view(pair.b, lay.w1, d.F*d.H1)
 		*pair.dsts[1] = view(pair.b, lay.b1, d.H1)
 		*pair.dsts[2] = view(pair.b, lay.w2, d.H1*d.H2)
@@ -93,26 +111,51 @@ func (w *work) upload(b batch) error {
 	return nil
 }
 
+// forward computes, for the parameters p, s = (relu(relu(x·W1+b1)·W2+b2)·w3
+// + x·wl) / T, the log-softmax per decision (lp) and the chosen options'
+// log-probabilities (lpc).
+func (w *work) forward(p params) error {
+	be, d, N := w.l.b, w.l.cfg.Dims, w.N
+	invT := float32(1 / w.l.cfg.Temperature)
+	return errors.Join(
+		be.Gemm(cuda.GemmOptions{M: N, N: d.H1, K: d.F, Alpha: 1, A: w.x, B: p.w1, C: w.h1}),
+		be.AddBias(w.h1, p.b1),
+		be.Activate(cuda.ReLU, w.h1, w.h1),
+		be.Gemm(cuda.GemmOptions{M: N, N: d.H2, K: d.H1, Alpha: 1, A: w.h1, B: p.w2, C: w.h2}),
+		be.AddBias(w.h2, p.b2),
+		be.Activate(cuda.ReLU, w.h2, w.h2),
+		be.Gemm(cuda.GemmOptions{M: N, N: 1, K: d.H2, Alpha: invT, A: w.h2, B: p.w3, C: w.s}),
+		be.Gemm(cuda.GemmOptions{M: N, N: 1, K: d.F, Alpha: invT, Beta: 1, A: w.x, B: p.wl, C: w.s}),
+		be.Softmax(cuda.SoftmaxOptions{Dst: w.lp, Src: w.s, Offsets: w.off, Log: true}),
+		be.Gather(w.lpc, w.lp, w.chosen, 1),
+	)
+}
+
+// reference computes the reference policy's log-probability of each
+// decision's choice, once a batch (w.lref), when the KL penalty is on.
+func (w *work) reference() error {
+	if w.l.ref.Len() == 0 {
+		return nil
+	}
+	if err := errors.Join(w.forward(w.ref), w.l.b.ReadFloat32(w.lpcHost, w.lpc)); err != nil {
+		return fmt.Errorf("neural: reference policy: %w", err)
+	}
+	w.lref = make([]float64, w.D)
+	for i, v := range w.lpcHost {
+		w.lref[i] = float64(v)
+	}
+	return nil
+}
+
 // step runs one forward pass, the loss, one backward pass and one Adam
 // update; the figures are those of the parameters before the update.
 func (w *work) step(b batch) (stepStats, error) {
 	l, be, d := w.l, w.l.b, w.l.cfg.Dims
 	N, D := w.N, w.D
 	invT := float32(1 / l.cfg.Temperature)
-	// Forward: s = (relu(relu(x·W1+b1)·W2+b2)·w3 + x·wl) / T, log-softmax
-	// per decision, the chosen options' log-probabilities.
 	err := errors.Join(
-		be.Gemm(cuda.GemmOptions{M: N, N: d.H1, K: d.F, Alpha: 1, A: w.x, B: w.w1, C: w.h1}),
-		be.AddBias(w.h1, w.b1),
-		be.Activate(cuda.ReLU, w.h1, w.h1),
-		be.Gemm(cuda.GemmOptions{M: N, N: d.H2, K: d.H1, Alpha: 1, A: w.h1, B: w.w2, C: w.h2}),
-		be.AddBias(w.h2, w.b2),
-		be.Activate(cuda.ReLU, w.h2, w.h2),
-		be.Gemm(cuda.GemmOptions{M: N, N: 1, K: d.H2, Alpha: invT, A: w.h2, B: w.w3, C: w.s}),
-		be.Gemm(cuda.GemmOptions{M: N, N: 1, K: d.F, Alpha: invT, Beta: 1, A: w.x, B: w.wl, C: w.s}),
-		be.Softmax(cuda.SoftmaxOptions{Dst: w.lp, Src: w.s, Offsets: w.off, Log: true}),
+		w.forward(params{w.w1, w.b1, w.w2, w.b2, w.w3, w.wl}),
 		be.Softmax(cuda.SoftmaxOptions{Dst: w.p, Src: w.s, Offsets: w.off}),
-		be.Gather(w.lpc, w.lp, w.chosen, 1),
 		// Σ_i p_i·log p_i over every decision: minus the summed entropy.
 		be.Gemm(cuda.GemmOptions{TransA: true, M: 1, N: 1, K: N, Alpha: 1, A: w.p, B: w.lp, C: w.hsum}),
 	)
@@ -129,19 +172,30 @@ func (w *work) step(b batch) (stepStats, error) {
 	coef := make([]float32, D)
 	eps := l.cfg.Clip
 	clipped := 0
+	beta := l.cfg.KL
 	for i, lpc := range w.lpcHost {
 		ratio := math.Exp(float64(lpc) - b.old[i])
 		a := float64(b.adv[i])
 		st.loss -= math.Min(ratio*a, math.Max(math.Min(ratio, 1+eps), 1-eps)*a)
 		st.kl += ratio - 1 - (float64(lpc) - b.old[i])
+		var c float64
 		if a > 0 && ratio > 1+eps || a < 0 && ratio < 1-eps {
 			clipped++
-			continue
+		} else {
+			c = -a * ratio
 		}
-		coef[i] = float32(-a * ratio / float64(D))
+		if w.lref != nil {
+			// k3 = π_ref/π − log(π_ref/π) − 1 at the choice; its derivative
+			// by log π is 1 − π_ref/π.
+			q := math.Exp(w.lref[i] - float64(lpc))
+			st.klRef += q - (w.lref[i] - float64(lpc)) - 1
+			c += beta * (1 - q)
+		}
+		coef[i] = float32(c / float64(D))
 	}
 	st.entropy = -float64(hs[0]) / float64(D)
-	st.loss = st.loss/float64(D) - l.cfg.Entropy*st.entropy
+	st.klRef /= float64(D)
+	st.loss = st.loss/float64(D) - l.cfg.Entropy*st.entropy + beta*st.klRef
 	st.kl /= float64(D)
 	st.clipFrac = float64(clipped) / float64(D)
 	if err := be.WriteFloat32(w.coef, coef); err != nil {
@@ -235,6 +289,9 @@ func (l *Learner) gradient(b batch) (float64, []float32, error) {
 	}
 	defer w.free()
 	if err := w.upload(b); err != nil {
+		return 0, nil, err
+	}
+	if err := w.reference(); err != nil {
 		return 0, nil, err
 	}
 	saved := l.cfg.MaxGradNorm

@@ -131,6 +131,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	f.Float64Var(&o.Learner.WideLR, "wide-lr", o.Learner.WideLR, "Adam learning rate of the network's wide (linear) part, the part that carries across modules (0: --lr)")
 	f.Float64Var(&o.Learner.Clip, "clip", o.Learner.Clip, "GRPO ratio clip ε")
 	f.Float64Var(&o.Learner.Entropy, "entropy", o.Learner.Entropy, "entropy bonus weight")
+	f.Float64Var(&o.Learner.KL, "kl", o.Learner.KL, "weight of the KL penalty to the reference policy, the network the run starts from (GRPO's β; it keeps a short run from trading the prior, which carries across modules, for what only its training tasks reward); 0: none")
 	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
 	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
 	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")

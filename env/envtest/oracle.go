@@ -23,8 +23,11 @@ type OracleTask struct {
 // RunOracle plays every task in sandboxes of p, judged by h, three ways:
 // the gold fix applied through the agent's own edit tool gives reward 1;
 // submitting the workspace unchanged gives 0; an edit that breaks the build
-// gives 0 and no infrastructure fault. It is the check that a backend lays
-// out real tasks and that their verdicts mean what they say.
+// gives 0 and no infrastructure fault. The unchanged workspace's coverage
+// is measured first: every FAIL_TO_PASS test fails under it, every
+// PASS_TO_PASS test passes, and each failing one covers some code. It is
+// the check that a backend lays out real tasks and that their verdicts and
+// observations mean what they say.
 func RunOracle(t *testing.T, p env.Provider, h env.Harness, tasks []OracleTask) {
 	t.Helper()
 	if len(tasks) == 0 {
@@ -44,7 +47,7 @@ func RunOracle(t *testing.T, p env.Provider, h env.Harness, tasks []OracleTask) 
 				reward float64
 			}{
 				{"gold", gold, 1},
-				{"unchanged", nil, 0},
+				{"unchanged", []env.Action{{Tool: env.ToolCoverage}}, 0},
 				{"build broken", broken, 0},
 			} {
 				t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +70,9 @@ func RunOracle(t *testing.T, p env.Provider, h env.Harness, tasks []OracleTask) 
 						}
 						t.Fatalf("reward %v, want %v:\n%s", traj.Reward, tt.reward, strings.Join(log, "\n"))
 					}
+					if cov := traj.Steps[0].Result.Coverage; tt.name == "unchanged" {
+						checkCoverage(t, ot.Task, cov)
+					}
 					// The run_tests before the submit agrees with the verdict.
 					rep := traj.Steps[len(traj.Steps)-2].Result.Tests
 					if rep == nil {
@@ -78,6 +84,25 @@ func RunOracle(t *testing.T, p env.Provider, h env.Harness, tasks []OracleTask) 
 				})
 			}
 		})
+	}
+}
+
+// checkCoverage checks the coverage of a task's unchanged workspace.
+func checkCoverage(t *testing.T, task *env.Task, cov *env.CoverageReport) {
+	t.Helper()
+	if cov == nil {
+		t.Fatal("coverage gave no report")
+	}
+	for _, name := range task.Tests() {
+		want := !slices.Contains(task.FailToPass, name)
+		if cov.Passed[name] != want {
+			t.Errorf("coverage: %s passed = %v, want %v", name, cov.Passed[name], want)
+		}
+	}
+	for _, name := range task.FailToPass {
+		if len(cov.Tests[name]) == 0 {
+			t.Errorf("coverage: failing test %s covers no block of %d", name, len(cov.Blocks))
+		}
 	}
 }
 

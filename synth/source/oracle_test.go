@@ -12,6 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/docker"
+	"github.com/frognano/frog/env/docker/dockertest"
 	"github.com/frognano/frog/env/envtest"
 	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
@@ -118,6 +120,20 @@ func TestOracleProcess(t *testing.T) {
 	}
 	h := validate.NewHarness(ws, validate.HarnessConfig{})
 	envtest.RunOracle(t, prov, h, oracleCases(t, ws, oracleSample(t, recs, 2)))
+}
+
+// TestOracleDocker is the oracle in Docker sandboxes, each task laid out
+// from its template under the mounted workspace root. A go test costs
+// seconds in a container: one single and one combined task of each module.
+func TestOracleDocker(t *testing.T) {
+	recs, mods := oracleTasks(t)
+	ws := newWorkspaces(t, mods)
+	cfg := docker.DefaultConfig()
+	cfg.PoolSize = 0
+	cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
+	prov := dockertest.Provider(t, cfg)
+	h := validate.NewHarness(ws, validate.HarnessConfig{})
+	envtest.RunOracle(t, prov, h, oracleCases(t, ws, oracleSample(t, recs, 1)))
 }
 
 func TestWorkspaceTemplates(t *testing.T) {

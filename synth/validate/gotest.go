@@ -29,7 +29,7 @@ type testEvent struct {
 // testRun is the outcome of one `go test -json` run, by top-level test.
 type testRun struct {
 	passed, failed []string
-	// elapsed is each top-level test's time (go test -json only).
+	// elapsed is each top-level test's time.
 	elapsed map[string]time.Duration
 	// output holds each failed test's output.
 	output   map[string]string
@@ -128,7 +128,7 @@ func runRegexp(tests []string) string {
 // never finish and are neither passed nor failed, as go test reports them.
 // died says that the binary exited non-zero with no test failed.
 func parseChatty(r runResult) testRun {
-	tr := testRun{output: map[string]string{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true, parallel: map[string]bool{}}
+	tr := testRun{output: map[string]string{}, elapsed: map[string]time.Duration{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true, parallel: map[string]bool{}}
 	outs := map[string]*strings.Builder{}
 	started := map[string]bool{}
 	var order []string
@@ -168,6 +168,11 @@ func parseChatty(r runResult) testRun {
 						verdict[name] = true
 					case "FAIL:":
 						verdict[name] = false
+					}
+					if len(f) >= 4 {
+						if d, err := time.ParseDuration(strings.Trim(f[3], "()")); err == nil {
+							tr.elapsed[name] = d
+						}
 					}
 				}
 				cur = name

@@ -359,37 +359,37 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	}
 	return cached(h, okey("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
-		bin := ".frog/cover.test"
-		start := time.Now()
-		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", bin, "./"+dir)
-		h.st.spent("cover-build", time.Since(start))
-		if err != nil {
-			return env.CoverageReport{}, 0, err
-		}
-		if r.exit != 0 {
-			return env.CoverageReport{}, 0, fmt.Errorf("the tests do not build with coverage: %s", firstLines(string(r.out), 8))
+		bin := upTo(dir) + ".frog/cover.test"
+		if p, ok := h.sharedCoverBin(sb, ws); ok {
+			bin = p // built by the task's check
+		} else {
+			start := time.Now()
+			r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuild(".frog/cover.test", dir)...)
+			h.st.spent("cover-build", time.Since(start))
+			if err != nil {
+				return env.CoverageReport{}, 0, err
+			}
+			if r.exit != 0 {
+				return env.CoverageReport{}, 0, fmt.Errorf("the tests do not build with coverage: %s", firstLines(string(r.out), 8))
+			}
 		}
 		rep := env.CoverageReport{Tests: map[string][]int{}, Passed: map[string]bool{}}
 		index := map[env.Block]int{}
+		runs, err := coverEach(ctx, sb, dir, bin, ".frog/cov", upTo(dir)+".frog/cov", tests, h.cfg.TestTimeout)
+		if err != nil {
+			return env.CoverageReport{}, 1, err
+		}
 		execs := 0
-		for _, test := range tests {
-			prof := ".frog/cover.out"
-			r, err := runIn(ctx, sb, dir, upTo(dir)+bin, nil, h.cfg.TestTimeout+time.Second,
-				"-test.run", runRegexp([]string{test}), "-test.count=1", "-test.timeout", h.cfg.TestTimeout.String(),
-				"-test.coverprofile", upTo(dir)+prof)
-			if err != nil {
-				return env.CoverageReport{}, execs, err
+		for i, test := range tests {
+			run := runs[i]
+			if run.Ran {
+				execs++
 			}
-			execs++
-			rep.Passed[test] = r.exit == 0 && !r.timedOut
-			data, err := sb.ReadFile(ctx, prof)
-			if err != nil {
-				if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
-					return env.CoverageReport{}, execs, err
-				}
+			rep.Passed[test] = run.Ran && run.Exit == 0
+			if run.Profile == nil {
 				continue // the binary died before writing its profile
 			}
-			blocks, err := parseProfile(data)
+			blocks, err := parseProfile(run.Profile)
 			if err != nil {
 				continue
 			}
@@ -409,6 +409,19 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		}
 		return rep, execs, nil
 	})
+}
+
+// sharedCoverBin is the path in sb of the coverage binary the task's check
+// built, when ws is the task's starting state and the binary is there.
+func (h *Harness) sharedCoverBin(sb env.Sandbox, ws *env.Workspace) (string, bool) {
+	hostBin := h.coverBinShared(sb, ws.Task)
+	if hostBin == "" || ws.Hash() != "" {
+		return "", false
+	}
+	if _, err := os.Stat(hostBin); err != nil {
+		return "", false
+	}
+	return sb.(env.HostPaths).HostPath(hostBin)
 }
 
 // Candidates lists the repair templates of synth/mutate at lines, in the
@@ -776,31 +789,34 @@ func (s *trySchema) holds(id int) bool { return !s.Bad[id] }
 // each under a temporary name and renamed, so that a reader finds a whole
 // binary or none. Failing to share only costs a later sandbox a build.
 func (h *Harness) share(ctx context.Context, sb env.Sandbox, s *trySchema, hostBin, hostMeta string, meta []byte) {
-	if err := os.MkdirAll(h.cfg.BinCache, 0o755); err != nil {
-		return
-	}
-	write := func(dst string, data []byte, mode os.FileMode) bool {
-		f, err := os.CreateTemp(h.cfg.BinCache, ".tmp-*")
-		if err != nil {
-			return false
-		}
-		defer os.Remove(f.Name())
-		if _, err := f.Write(data); err != nil || f.Chmod(mode) != nil || f.Close() != nil {
-			f.Close()
-			return false
-		}
-		return os.Rename(f.Name(), dst) == nil
-	}
 	bin, err := sb.ReadFile(ctx, s.bin)
 	switch {
 	case err == nil:
-		if !write(hostBin, bin, 0o555) {
+		if !writeShared(h.cfg.BinCache, hostBin, bin, 0o555) {
 			return
 		}
 	case !allBad(s):
 		return // no binary to share
 	}
-	write(hostMeta, meta, 0o444)
+	writeShared(h.cfg.BinCache, hostMeta, meta, 0o444)
+}
+
+// writeShared writes data to dst in directory dir (made if missing) with
+// mode, whole or not at all: a temporary file renamed into place.
+func writeShared(dir, dst string, data []byte, mode os.FileMode) bool {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil || f.Chmod(mode) != nil || f.Close() != nil {
+		f.Close()
+		return false
+	}
+	return os.Rename(f.Name(), dst) == nil
 }
 
 func allBad(s *trySchema) bool {
@@ -1163,6 +1179,54 @@ func (sf *srcFile) srcOrNil() []byte {
 	return sf.src
 }
 
+// coverBinShared is where the coverage test binary of task t's starting
+// state is shared with the sandboxes of sb's kind ("" when it cannot be).
+func (h *Harness) coverBinShared(sb env.Sandbox, t *env.Task) string {
+	if _, ok := sb.(env.HostPaths); !ok || h.cfg.BinCache == "" {
+		return ""
+	}
+	return filepath.Join(h.cfg.BinCache, key(t.ID, "", "cover")+".test")
+}
+
+// checkBug runs the deciding tests of task t with the bug from the
+// package's coverage test binary, built here and shared (coverBinShared):
+// every episode's first coverage then runs it instead of building it, so a
+// new task costs one build fewer. It returns a run that did not build (and
+// builds nothing) where binaries cannot be shared or the tests do not build
+// with -cover: the caller then runs go test.
+func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, error) {
+	hostBin := h.coverBinShared(sb, t)
+	if hostBin == "" {
+		return testRun{}, nil
+	}
+	dir, bin := t.Dir(), ".frog/cover.test"
+	start := time.Now()
+	r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuild(bin, dir)...)
+	h.st.spent("cover-build", time.Since(start))
+	if err != nil || r.exit != 0 || r.timedOut {
+		return testRun{}, err
+	}
+	r, err = runIn(ctx, sb, dir, upTo(dir)+bin, nil, h.cfg.TestTimeout+time.Second,
+		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout", h.cfg.TestTimeout.String(), "-test.run", runRegexp(t.Tests()))
+	if err != nil {
+		return testRun{}, err
+	}
+	tr := parseChatty(r)
+	if tr.died || tr.unfinished {
+		return testRun{}, nil // let go test say what happened
+	}
+	if data, err := sb.ReadFile(ctx, bin); err == nil {
+		writeShared(h.cfg.BinCache, hostBin, data, 0o555)
+	}
+	return tr, nil
+}
+
+// coverBuild is the go command that builds the coverage test binary bin of
+// package dir.
+func coverBuild(bin, dir string) []string {
+	return []string{"test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", bin, "./" + dir}
+}
+
 // Check verifies, in sb laid out with task's workspace, that the task holds
 // up: with the bug its FAIL_TO_PASS tests fail and its PASS_TO_PASS tests
 // pass, and with fixed (the files of its gold patch) written over it every
@@ -1179,9 +1243,14 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 		}
 		return parseTestJSON(r), nil
 	}
-	bad, err := run()
+	bad, err := h.checkBug(ctx, sb, t)
 	if err != nil {
 		return err
+	}
+	if !bad.built {
+		if bad, err = run(); err != nil {
+			return err
+		}
 	}
 	// The run with the bug is what every episode's first run_tests and an
 	// unchanged workspace's verdict would find: remember both.

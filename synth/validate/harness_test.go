@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -334,4 +335,46 @@ func TestConcurrentEpisodesShareAnOutcome(t *testing.T) {
 		t.Errorf("harness time %v: want the coverage's time, its build's within it", st.Seconds)
 	}
 	t.Logf("%d of %d waited for the first", st.Waited, n-1)
+}
+
+// TestCheckSharesTheCoverageBinary: the task's check runs the bug's tests
+// from the package's coverage binary and shares it, so the coverage of the
+// starting state builds nothing and finds what a build of its own finds.
+func TestCheckSharesTheCoverageBinary(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	fixed := map[string][]byte{"calc/calc.go": mustRead(t, tinyModule, "calc/calc.go")}
+	ctx := context.Background()
+	shared := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{BinCache: t.TempDir()})
+	if err := shared.Check(ctx, laidOut(t, tmpl), task, fixed); err != nil {
+		t.Fatal(err)
+	}
+	builds := shared.Stats().Seconds["cover-build"]
+	if builds <= 0 {
+		t.Fatal("the check built no coverage binary")
+	}
+	run, _, err := shared.RunTests(ctx, laidOut(t, tmpl), env.NewWorkspace(task), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Built || run.Failed != 1 || run.Passed != 3 || run.Tests[0].Seconds < 0 {
+		t.Errorf("the check's run from the coverage binary, as the first run_tests sees it: %+v; want built, 1 failed, 3 passed", run)
+	}
+	got, cost, err := shared.Coverage(ctx, laidOut(t, tmpl), env.NewWorkspace(task), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared.Stats().Seconds["cover-build"] != builds {
+		t.Error("the coverage of the starting state built its binary again")
+	}
+	own := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
+	want, _, err := own.Coverage(ctx, laidOut(t, tmpl), env.NewWorkspace(task), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("coverage from the check's binary:\n%+v\nfrom a build of its own:\n%+v", got, want)
+	}
+	if cost.Executions != len(task.Tests()) || got.Passed["TestMax"] || !got.Passed["TestAbs"] {
+		t.Errorf("%d test runs, passed %v; want %d, TestMax failing and TestAbs passing", cost.Executions, got.Passed, len(task.Tests()))
+	}
 }

@@ -298,21 +298,18 @@ func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, err
 		return nil, fmt.Errorf("coverage build of %s: %s", p.Rel, truncate(string(r.out), 2000))
 	}
 	cov := &CoverageMap{Tests: map[string][]Block{}}
-	prof := ".frog/cover.out"
-	for _, t := range p.Stable {
-		r, err := v.runBinary(ctx, p.Rel, bin, 0, v.cfg.BuildTimeout,
-			"-test.run", runRegexp([]string{t}), "-test.count=1", "-test.coverprofile", upTo(p.Rel)+prof)
-		if err != nil {
-			return nil, fmt.Errorf("coverage of %s %s: %w", p.Rel, t, err)
-		}
-		if r.exit != 0 || r.timedOut {
+	runs, err := coverEach(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+bin, v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, v.cfg.BuildTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("coverage of %s: %w", p.Rel, err)
+	}
+	for i, t := range p.Stable {
+		if !runs[i].Ran || runs[i].Exit != 0 {
 			continue // flaky after all; it covers nothing we trust
 		}
-		data, err := v.sb.ReadFile(ctx, v.path(prof))
-		if err != nil {
-			return nil, fmt.Errorf("coverage of %s %s: %w", p.Rel, t, err)
+		if runs[i].Profile == nil {
+			return nil, fmt.Errorf("coverage of %s %s: the test passed and wrote no profile", p.Rel, t)
 		}
-		blocks, err := parseProfile(data)
+		blocks, err := parseProfile(runs[i].Profile)
 		if err != nil {
 			return nil, fmt.Errorf("coverage of %s %s: %w", p.Rel, t, err)
 		}

@@ -183,8 +183,11 @@ func TestBatchAgreesWithOneByOne(t *testing.T) {
 
 func TestParseChatty(t *testing.T) {
 	out := "\x16=== RUN   TestA\n\x16--- PASS: TestA (0.00s)\n\x16=== RUN   TestP\n\x16=== PAUSE TestP\n" +
-		"\x16=== RUN   TestB\n    b_test.go:3: boom\n\x16--- FAIL: TestB (0.00s)\npanic: boom [recovered]\n"
+		"\x16=== RUN   TestB\n    b_test.go:3: boom\n\x16--- FAIL: TestB (1.25s)\npanic: boom [recovered]\n"
 	got := parseChatty(runResult{exit: 2, out: []byte(out)})
+	if got.elapsed["TestB"] != 1250*time.Millisecond {
+		t.Errorf("TestB took %v, want 1.25s (its --- FAIL line)", got.elapsed["TestB"])
+	}
 	if !got.unfinished || !got.parallel["TestP"] || got.parallel["TestA"] {
 		t.Errorf("unfinished %v, parallel %v: want true, only TestP", got.unfinished, got.parallel)
 	}

@@ -63,8 +63,8 @@ Tasks are checked first (quarantine), untimed.`,
 			switch {
 			case o.tasks == "":
 				return usagef("--tasks: a task store is required")
-			case o.limit < 1 || o.perTask < 1 || o.groupSize < 1 || o.tries < 1 || o.concurrency < 1 || o.opens < 1:
-				return usagef("--limit, --per-task, --group-size, --tries, --concurrency and --opens want >= 1")
+			case o.limit < 1 || o.perTask < 0 || o.groupSize < 1 || o.tries < 1 || o.concurrency < 1 || o.opens < 1:
+				return usagef("--limit, --group-size, --tries, --concurrency and --opens want >= 1, --per-task >= 0")
 			}
 			if _, err := evalPolicy(o.policy, 1); err != nil {
 				return &UsageError{Err: fmt.Errorf("--policy: %w", err)}
@@ -76,7 +76,7 @@ Tasks are checked first (quarantine), untimed.`,
 	f := c.Flags()
 	f.StringVar(&o.tasks, "tasks", "", "task store (.jsonl) (required)")
 	f.IntVar(&o.limit, "limit", 8, "tasks to use, from the start of the store")
-	f.IntVar(&o.perTask, "per-task", 40, "candidates of each task tried both ways (40: a GRPO group's tries of one task, 8 episodes of 5)")
+	f.IntVar(&o.perTask, "per-task", 40, "candidates of each task tried both ways (40: a GRPO group's tries of one task, 8 episodes of 5; 0: skip the comparison, which warms the Go build cache for the episodes' passes)")
 	f.IntVar(&o.groupSize, "group-size", 8, "episodes per task in the episodes/s passes")
 	f.IntVar(&o.tries, "tries", 10, "most tries per episode in the episodes/s passes")
 	f.StringVar(&o.policy, "policy", "random", "policy of the episodes/s passes")
@@ -89,7 +89,11 @@ Tasks are checked first (quarantine), untimed.`,
 }
 
 type benchTriesReport struct {
-	Tries    validate.TryBench     `json:"tries"`
+	Tries validate.TryBench `json:"tries"`
+	// Check is the tasks' check (quarantine) before the passes: a cost
+	// every new task pays once in a run, part of what its first episodes
+	// would cost.
+	Check    checkBench            `json:"check"`
 	Episodes []episodePass         `json:"episodes"`
 	Open     openBench             `json:"open"`
 	Harness  validate.HarnessStats `json:"harness"`
@@ -108,6 +112,14 @@ type episodePass struct {
 	// Seconds is the harness's time per kind of call in this pass
 	// (validate.HarnessStats.Seconds).
 	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
+}
+
+type checkBench struct {
+	Tasks   int     `json:"tasks"`
+	Seconds float64 `json:"seconds"`
+	// FirstPassPerSecond counts the check of the tasks played in the first
+	// pass (their share of Seconds) as part of its time.
+	FirstPassPerSecond float64 `json:"first_pass_with_check_episodes_per_second"`
 }
 
 type openBench struct {
@@ -130,19 +142,24 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return err
 	}
 	defer release()
-	checked, _, err := checkTasks(ctx, tenv, recs[:min(len(recs), 4*o.limit)], o.concurrency, log)
+	checkStart := time.Now()
+	considered := recs[:min(len(recs), 4*o.limit)]
+	checked, _, err := checkTasks(ctx, tenv, considered, o.concurrency, log)
 	if err != nil {
 		return err
 	}
+	var rep benchTriesReport
+	rep.Check = checkBench{Tasks: len(considered), Seconds: time.Since(checkStart).Seconds()}
 	checked = checked[:min(len(checked), o.limit)]
 	tasks := make([]*env.Task, len(checked))
 	for i := range checked {
 		tasks[i] = &checked[i].Task
 	}
-	var rep benchTriesReport
-	log.Info().Int("tasks", len(tasks)).Msg("tries: schema binaries against real builds")
-	if rep.Tries, err = validate.BenchTries(ctx, prov, tenv.ws, tasks, o.perTask); err != nil {
-		return err
+	if o.perTask > 0 {
+		log.Info().Int("tasks", len(tasks)).Msg("tries: schema binaries against real builds")
+		if rep.Tries, err = validate.BenchTries(ctx, prov, tenv.ws, tasks, o.perTask); err != nil {
+			return err
+		}
 	}
 	pol, _ := evalPolicy(o.policy, 1)
 	cfg := actors.DefaultConfig()
@@ -173,6 +190,10 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 			}
 		}
 		rep.Episodes = append(rep.Episodes, p)
+		if pass == "first" && rep.Check.Tasks > 0 {
+			share := rep.Check.Seconds * float64(len(checked)) / float64(rep.Check.Tasks)
+			rep.Check.FirstPassPerSecond = float64(p.Episodes) / (p.Seconds + share)
+		}
 	}
 	rep.Harness = tenv.h.Stats()
 	if rep.Open, err = benchOpen(ctx, o, tenv, tasks, log); err != nil {
@@ -245,11 +266,13 @@ func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	t := r.Tries
-	fmt.Fprintf(tw, "tries\t%d candidates of %d tasks\tagree %d/%d\t\n", t.Candidates, t.Tasks, t.Agree, t.Candidates)
-	fmt.Fprintf(tw, "  schema\t%.1f tries/s\trun p50 %.1f ms\tbuilds %.1f s in all\n", t.Schema.TriesPerSec, t.Schema.RunMillisP50, t.Schema.BuildSeconds)
-	fmt.Fprintf(tw, "  real build\t%.2f tries/s\trun p50 %.0f ms\t\n", t.Real.TriesPerSec, t.Real.RunMillisP50)
-	fmt.Fprintf(tw, "  ratio\t%.1f×\t\t\n", t.Ratio)
+	if t := r.Tries; t.Tasks > 0 {
+		fmt.Fprintf(tw, "tries\t%d candidates of %d tasks\tagree %d/%d\t\n", t.Candidates, t.Tasks, t.Agree, t.Candidates)
+		fmt.Fprintf(tw, "  schema\t%.1f tries/s\trun p50 %.1f ms\tbuilds %.1f s in all\n", t.Schema.TriesPerSec, t.Schema.RunMillisP50, t.Schema.BuildSeconds)
+		fmt.Fprintf(tw, "  real build\t%.2f tries/s\trun p50 %.0f ms\t\n", t.Real.TriesPerSec, t.Real.RunMillisP50)
+		fmt.Fprintf(tw, "  ratio\t%.1f×\t\t\n", t.Ratio)
+	}
+	fmt.Fprintf(tw, "check\t%d tasks in %.1f s\tfirst pass with its tasks' share: %.2f episodes/s\t\n", r.Check.Tasks, r.Check.Seconds, r.Check.FirstPassPerSecond)
 	for _, p := range r.Episodes {
 		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d builds\n",
 			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds)

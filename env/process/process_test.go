@@ -2,8 +2,10 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,5 +98,39 @@ func TestLimitKeepsCapabilities(t *testing.T) {
 	}
 	if _, err := sb.ReadFile(ctx, "x.txt"); err == nil {
 		t.Error("x.txt is still there after Remove")
+	}
+}
+
+// TestReapDead: a provider removes the sandbox directories of frog
+// processes that died and leaves those of live ones and everything else.
+func TestReapDead(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	names := map[string]bool{ // name: kept
+		fmt.Sprintf("%s%d-3-0-123", dirPrefix, dead.Process.Pid): false,
+		fmt.Sprintf("%s%d-4-1-456", dirPrefix, os.Getpid()):      true,
+		fmt.Sprintf("%s%d-5-0-789", dirPrefix, os.Getppid()):     true,
+		"frog-7-0-123": true, // not a sandbox of this naming
+		"other":        true,
+	}
+	for n := range names {
+		if err := os.MkdirAll(filepath.Join(dir, n, "workspace", "ro"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(dir, n, "workspace", "ro"), 0o555)
+	}
+	cfg := DefaultConfig()
+	cfg.Dir = dir
+	if _, err := New(cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	for n, kept := range names {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if (err == nil) != kept {
+			t.Errorf("%s: kept = %v, want %v", n, err == nil, kept)
+		}
 	}
 }

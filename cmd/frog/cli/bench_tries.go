@@ -55,7 +55,12 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
                (the task cache) against laying the workspace out from the module
                each time (no task cache), p50.
 
-Tasks are checked first (quarantine), untimed.`,
+  check        the tasks' check (quarantine: the bug's tests, the gold patch's)
+               before the passes, timed, and the first pass's rate counting
+               its tasks' share of it: every new task of a run pays it once.
+
+--per-task 0 skips the tries/s comparison (which also warms the Go build
+cache with the tasks' packages, making the first pass less cold).`,
 		Example: `  frog bench tries --tasks runs/tasks.jsonl
   frog bench tries --tasks runs/tasks.jsonl --limit 8 --json`,
 		Args: cobra.NoArgs,

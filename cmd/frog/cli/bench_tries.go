@@ -53,8 +53,7 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
                tasks (every task new to the harness) and a second (warm);
   open         sandbox open time for a task with its workspace template made
                (the task cache) against laying the workspace out from the module
-               each time (no task cache), p50.
-
+               each time (no task cache), p50;
   check        the tasks' check (quarantine: the bug's tests, the gold patch's)
                before the passes, timed, and the first pass's rate counting
                its tasks' share of it: every new task of a run pays it once.

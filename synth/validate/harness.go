@@ -377,7 +377,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		index := map[env.Block]int{}
 		runs, err := coverEach(ctx, sb, dir, bin, ".frog/cov", upTo(dir)+".frog/cov", tests, h.cfg.TestTimeout)
 		if err != nil {
-			return env.CoverageReport{}, 1, err
+			return env.CoverageReport{}, 0, err
 		}
 		execs := 0
 		for i, test := range tests {

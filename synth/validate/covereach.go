@@ -30,21 +30,19 @@ type testCover struct {
 // own cover profile. dir is the package's directory in sb and bin is
 // relative to it; the profiles go to directory out (as sb's ReadFile names
 // it; outFromDir is the same directory seen from dir) and are read back
-// after. Each test has the binary's -test.timeout
-// of timeout; the command as a whole, a second a test more. A test whose
-// status the command did not report (the command timed out before it) is
-// returned with Ran false.
+// after. Each test has the binary's -test.timeout of timeout; the command
+// as a whole, a second a test more. A test whose status the command did not
+// report (the command timed out before it) is returned with Ran false.
 func coverEach(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) ([]testCover, error) {
 	res := make([]testCover, len(tests))
 	if len(tests) == 0 {
 		return res, nil
 	}
-	rel := outFromDir
 	var b strings.Builder
-	fmt.Fprintf(&b, "cd %s || exit 97\nrm -rf %s && mkdir -p %s || exit 97\n", shellQuote(dir), shellQuote(rel), shellQuote(rel))
+	fmt.Fprintf(&b, "cd %s || exit 97\nrm -rf %s && mkdir -p %s || exit 97\n", shellQuote(dir), shellQuote(outFromDir), shellQuote(outFromDir))
 	for i, t := range tests {
 		fmt.Fprintf(&b, "%s -test.run %s -test.count=1 -test.timeout %s -test.coverprofile %s >/dev/null 2>&1\necho \"frog-cover %d $?\"\n",
-			shellQuote(bin), shellQuote(runRegexp([]string{t})), timeout, shellQuote(path.Join(rel, strconv.Itoa(i)+".out")), i)
+			shellQuote(bin), shellQuote(runRegexp([]string{t})), timeout, shellQuote(path.Join(outFromDir, strconv.Itoa(i)+".out")), i)
 	}
 	r, err := execIn(ctx, sb, time.Duration(len(tests))*(timeout+time.Second), "sh", "-c", b.String())
 	if err != nil {

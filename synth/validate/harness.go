@@ -358,13 +358,11 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	}
 	return cached(h, okey("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
-		bin := upTo(dir) + ".frog/cover.test"
-		if p, ok := h.sharedCoverBin(sb, ws); ok {
+		bin := upTo(dir) + coverBin
+		if p, ok := h.checkedCoverBin(sb, ws); ok {
 			bin = p // built by the task's check
 		} else {
-			start := time.Now()
-			r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuild(".frog/cover.test", dir)...)
-			h.st.spent("cover-build", time.Since(start))
+			r, err := h.buildCover(ctx, sb, dir)
 			if err != nil {
 				return env.CoverageReport{}, 0, err
 			}
@@ -410,10 +408,11 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	})
 }
 
-// sharedCoverBin is the path in sb of the coverage binary the task's check
-// built, when ws is the task's starting state and the binary is there.
-func (h *Harness) sharedCoverBin(sb env.Sandbox, ws *env.Workspace) (string, bool) {
-	hostBin := h.coverBinShared(sb, ws.Task)
+// checkedCoverBin is the path in sb of the coverage binary the task's check
+// built and shared (hostCoverBin), when ws is the task's starting state and
+// the binary is there.
+func (h *Harness) checkedCoverBin(sb env.Sandbox, ws *env.Workspace) (string, bool) {
+	hostBin := h.hostCoverBin(sb, ws.Task)
 	if hostBin == "" || ws.Hash() != "" {
 		return "", false
 	}
@@ -1176,9 +1175,9 @@ func (sf *srcFile) srcOrNil() []byte {
 	return sf.src
 }
 
-// coverBinShared is where the coverage test binary of task t's starting
+// hostCoverBin is where the coverage test binary of task t's starting
 // state is shared with the sandboxes of sb's kind ("" when it cannot be).
-func (h *Harness) coverBinShared(sb env.Sandbox, t *env.Task) string {
+func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 	if _, ok := sb.(env.HostPaths); !ok || h.cfg.BinCache == "" {
 		return ""
 	}
@@ -1186,25 +1185,22 @@ func (h *Harness) coverBinShared(sb env.Sandbox, t *env.Task) string {
 }
 
 // checkBug runs the deciding tests of task t with the bug from the
-// package's coverage test binary, built here and shared (coverBinShared):
+// package's coverage test binary, built here and shared (hostCoverBin):
 // every episode's first coverage then runs it instead of building it, so a
 // new task costs one build fewer. It returns a run that did not build (and
 // builds nothing) where binaries cannot be shared or the tests do not build
 // with -cover: the caller then runs go test.
 func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, error) {
-	hostBin := h.coverBinShared(sb, t)
+	hostBin := h.hostCoverBin(sb, t)
 	if hostBin == "" {
 		return testRun{}, nil
 	}
-	dir, bin := t.Dir(), ".frog/cover.test"
-	start := time.Now()
-	r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuild(bin, dir)...)
-	h.st.spent("cover-build", time.Since(start))
+	dir := t.Dir()
+	r, err := h.buildCover(ctx, sb, dir)
 	if err != nil || r.exit != 0 || r.timedOut {
 		return testRun{}, err
 	}
-	r, err = runIn(ctx, sb, dir, upTo(dir)+bin, nil, h.cfg.TestTimeout+time.Second,
-		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout", h.cfg.TestTimeout.String(), "-test.run", runRegexp(t.Tests()))
+	r, err = runIn(ctx, sb, dir, upTo(dir)+coverBin, nil, h.cfg.TestTimeout+time.Second, chattyArgs(h.cfg.TestTimeout, t.Tests())...)
 	if err != nil {
 		return testRun{}, err
 	}
@@ -1212,7 +1208,7 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 	if tr.died || tr.unfinished {
 		return testRun{}, nil // let go test say what happened
 	}
-	if data, err := sb.ReadFile(ctx, bin); err == nil {
+	if data, err := sb.ReadFile(ctx, coverBin); err == nil {
 		writeShared(h.cfg.BinCache, hostBin, data, 0o555)
 	}
 	return tr, nil
@@ -1228,10 +1224,14 @@ func goTest(limit time.Duration, tests []string, dir string, extra ...string) []
 	return append(append(args, extra...), "-run", runRegexp(tests), "./"+dir)
 }
 
-// coverBuild is the go command that builds the coverage test binary bin of
-// package dir.
-func coverBuild(bin, dir string) []string {
-	return []string{"test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", bin, "./" + dir}
+// coverBin is where a sandbox's coverage test binary is built, relative
+// to the workspace.
+const coverBin = ".frog/cover.test"
+
+// buildCover builds the coverage test binary of package dir at coverBin.
+func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, dir string) (runResult, error) {
+	defer func(start time.Time) { h.st.spent("cover-build", time.Since(start)) }(time.Now())
+	return h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", coverBin, "./"+dir)
 }
 
 // Check verifies, in sb laid out with task's workspace, that the task holds

@@ -128,13 +128,18 @@ func (v *Validator) runBinary(ctx context.Context, rel, bin string, mutant int, 
 // The binary's own -test.timeout fires first; the sandbox's, a second
 // later, is the backstop.
 func (v *Validator) runTests(ctx context.Context, rel, bin string, mutant int, timeout time.Duration, tests []string) (testRun, error) {
-	r, err := v.runBinary(ctx, rel, bin, mutant, timeout+time.Second,
-		"-test.v=test2json", "-test.count=1", "-test.paniconexit0",
-		"-test.timeout", timeout.String(), "-test.run", runRegexp(tests))
+	r, err := v.runBinary(ctx, rel, bin, mutant, timeout+time.Second, chattyArgs(timeout, tests)...)
 	if err != nil {
 		return testRun{}, fmt.Errorf("test mutant %d in %s: %w", mutant, rel, err)
 	}
 	return parseChatty(r), nil
+}
+
+// chattyArgs are a test binary's arguments to run the named top-level
+// tests once, within timeout, reporting as go test's -json reads them
+// (parseChatty).
+func chattyArgs(timeout time.Duration, tests []string) []string {
+	return []string{"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout", timeout.String(), "-test.run", runRegexp(tests)}
 }
 
 // writeOverlay writes the schema's files under .frog/ov and the overlay

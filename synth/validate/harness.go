@@ -143,6 +143,14 @@ type HarnessStats struct {
 	Tries      int64 `json:"tries"`
 	RealTries  int64 `json:"real_tries"`
 	Verdicts   int64 `json:"verdicts"`
+	// RealBuilds counts the real builds of verdicts and checks made into a
+	// test binary shared by the tree's content; RealShared the runs that
+	// found the tree built already (by any task's sandbox).
+	RealBuilds int64 `json:"real_builds"`
+	RealShared int64 `json:"real_shared"`
+	// TimedOut counts the schema tries that ran out of time (a candidate
+	// that makes a test loop): their time is Seconds["try-timed-out"].
+	TimedOut int64 `json:"tries_timed_out"`
 	// Seconds is the time spent computing the answers of each kind of call
 	// (the cache's misses; summed over concurrent episodes, so it can
 	// exceed the wall time): run (run_tests), cover (coverage: its build
@@ -154,6 +162,7 @@ type HarnessStats struct {
 
 type harnessCounters struct {
 	calls, hits, waited, execs, builds, tries, realTries, verdicts atomic.Int64
+	realBuilds, realShared, timedOut                               atomic.Int64
 	// nanos is the time computing each kind of call (run, cover, cand,
 	// try, verdict, and schema-build within try), by kind.
 	nanosMu sync.Mutex
@@ -172,7 +181,8 @@ func (c *harnessCounters) spent(kind string, d time.Duration) {
 // Stats reports the harness's counters.
 func (h *Harness) Stats() HarnessStats {
 	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Waited: h.st.waited.Load(), Executions: h.st.execs.Load(),
-		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load()}
+		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load(),
+		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
@@ -963,7 +973,12 @@ func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s 
 		if err != nil {
 			return testRun{}, err
 		}
-		return parseChatty(r), nil
+		tr := parseChatty(r)
+		if tr.timedOut {
+			h.st.timedOut.Add(1)
+			h.st.spent("try-timed-out", r.wall)
+		}
+		return tr, nil
 	}
 	first, err := run(t.FailToPass)
 	if err != nil {
@@ -1053,7 +1068,8 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 	t := ws.Task
 	return cached(h, okey("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
 		h.st.verdicts.Add(1)
-		if err := h.restoreTests(ctx, sb, ws); err != nil {
+		restored, err := h.restoreTests(ctx, sb, ws)
+		if err != nil {
 			return false, 0, err
 		}
 		// A fix that makes a test loop fails in a bounded time: ten times the
@@ -1062,11 +1078,19 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		if v, ok := h.cache.get(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash); ok {
 			limit = h.tryTimeout(v.(env.TestReport))
 		}
-		r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, goTest(limit, t.Tests(), t.Dir())...)
+		judged := maps.Clone(ws.Changed())
+		maps.Copy(judged, restored)
+		tr, ok, err := h.sharedRun(ctx, sb, t, judged, limit)
 		if err != nil {
 			return false, 0, err
 		}
-		tr := parseTestJSON(r)
+		if !ok {
+			r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, goTest(limit, t.Tests(), t.Dir())...)
+			if err != nil {
+				return false, 0, err
+			}
+			tr = parseTestJSON(r)
+		}
 		return tr.built && !tr.timedOut && len(notPassed(t.Tests(), tr)) == 0, 1, nil
 	})
 }
@@ -1075,8 +1099,9 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 // testdata file and go.mod or go.sum the episode changed, and empties the test files it added
 // (a Go file that is empty but for nothing is a build error, so they get a
 // package clause and nothing else).
-func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace) error {
+func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (map[string][]byte, error) {
 	var tmpl string
+	restored := map[string][]byte{}
 	for _, f := range ws.Files() {
 		base := path.Base(f)
 		if !strings.HasSuffix(f, "_test.go") && base != "go.mod" && base != "go.sum" && !slices.Contains(strings.Split(f, "/"), "testdata") {
@@ -1085,7 +1110,7 @@ func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Work
 		if tmpl == "" {
 			var err error
 			if tmpl, err = h.ws.Template(ctx, ws.Task); err != nil {
-				return env.Infra(err)
+				return nil, env.Infra(err)
 			}
 		}
 		orig, err := os.ReadFile(filepath.Join(tmpl, filepath.FromSlash(f)))
@@ -1095,13 +1120,14 @@ func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Work
 		case errors.Is(err, os.ErrNotExist):
 			orig = nil
 		case err != nil:
-			return env.Infra(err)
+			return nil, env.Infra(err)
 		}
 		if err := sb.WriteFile(ctx, f, orig); err != nil {
-			return err
+			return nil, err
 		}
+		restored[f] = orig
 	}
-	return nil
+	return restored, nil
 }
 
 func packageName(src []byte) string {
@@ -1281,7 +1307,12 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 			return err
 		}
 	}
-	good, err := run()
+	// The gold tree is often every sibling task's gold tree too (the
+	// module as published): its binary is shared by content.
+	good, ok, err := h.sharedRun(ctx, sb, t, fixed, h.cfg.TestTimeout)
+	if err == nil && !ok {
+		good, err = run()
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,183 @@
+package validate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/frognano/frog/env"
+)
+
+// Real builds shared by content. A verdict builds the edited tree for real,
+// and so does the check's run of the gold patch; most of a build is its
+// link (0.75 of 1.07 s for a go-datastructures test binary). Different
+// tasks of one package often come to the same tree: every single-bug
+// task's gold patch, and every exact fix an agent finds, gives back the
+// module as it was published. So the test binary of a real build is kept
+// in the binary cache under the key of its tree's content (the module at
+// its version, the package, and every file that differs from the module's
+// own) and any sandbox that sees the cache runs it instead of building the
+// same tree again. The outcome is still a real build's, of exactly the
+// tree judged; only whose sandbox built it changes.
+
+// moduleDirs is what names a tree by its content: the module as it was
+// published (synth/source.Workspaces has it).
+type moduleDirs interface {
+	ModuleDir(ctx context.Context, t *env.Task) (string, error)
+}
+
+// realBin is where a sandbox builds the test binary of a real build,
+// relative to the workspace.
+const realBin = ".frog/real.test"
+
+// treeKey names the tree that sb holds for task t by its content: judged
+// holds the files that differ from the task's template (their content as
+// the tree has them); the task's own mutated files are read from the
+// template. It is "" where trees cannot be shared: no binary cache or no
+// host paths, a module with no published version (a local directory may
+// change under the same name), or a file that cannot be read.
+func (h *Harness) treeKey(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte) string {
+	md, ok := h.ws.(moduleDirs)
+	if _, hp := sb.(env.HostPaths); !ok || !hp || h.cfg.BinCache == "" || t.Version == "" || t.Repo == "" {
+		return ""
+	}
+	mod, err := md.ModuleDir(ctx, t)
+	if err != nil {
+		return ""
+	}
+	tmpl, err := h.ws.Template(ctx, t)
+	if err != nil {
+		return ""
+	}
+	files := map[string]bool{}
+	for f := range judged {
+		files[f] = true
+	}
+	for _, m := range t.Mutations {
+		files[m.File] = true
+	}
+	sum := sha256.New()
+	for _, s := range []string{"real", runtime.Version(), runtime.GOOS, runtime.GOARCH, t.Repo + "@" + t.Version, t.Dir()} {
+		sum.Write([]byte(s))
+		sum.Write([]byte{0})
+	}
+	for _, f := range slices.Sorted(func(yield func(string) bool) {
+		for f := range files {
+			if !yield(f) {
+				return
+			}
+		}
+	}) {
+		data, ok := judged[f]
+		if !ok {
+			if data, ok = readIfThere(filepath.Join(tmpl, filepath.FromSlash(f))); data == nil && !ok {
+				return ""
+			}
+		}
+		orig, there := readIfThere(filepath.Join(mod, filepath.FromSlash(f)))
+		if orig == nil && there {
+			return ""
+		}
+		if there && string(orig) == string(data) {
+			continue // as published: the tree does not name it
+		}
+		sum.Write([]byte(f))
+		sum.Write([]byte{0})
+		sum.Write(data)
+		sum.Write([]byte{0})
+	}
+	return "real-" + hex.EncodeToString(sum.Sum(nil))[:32]
+}
+
+// readIfThere reads p: its content and true; nil and false when there is
+// no such file; nil and true when it is there and cannot be read.
+func readIfThere(p string) ([]byte, bool) {
+	data, err := os.ReadFile(p)
+	switch {
+	case err == nil:
+		if data == nil {
+			data = []byte{}
+		}
+		return data, true
+	case errors.Is(err, os.ErrNotExist):
+		return nil, false
+	default:
+		return nil, true
+	}
+}
+
+// sharedRun runs task t's deciding tests in sb's tree as a real build does,
+// from the test binary of that tree: the cached one when some sandbox
+// built the same tree before, else one built here and shared. judged is
+// what differs in the tree from the task's template (treeKey). ok is false
+// where the tree cannot be shared or its binary was not made for a reason
+// other than the code (a time-out, a package with no tests): the caller
+// then runs go test as before.
+func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, limit time.Duration) (tr testRun, ok bool, err error) {
+	k := h.treeKey(ctx, sb, t, judged)
+	if k == "" {
+		return testRun{}, false, nil
+	}
+	hostBin := filepath.Join(h.cfg.BinCache, k+".test")
+	dir := t.Dir()
+	bin, err := func() (string, error) {
+		// One build at a time per tree: concurrent episodes that reach it
+		// wait for the first and run its binary.
+		unlock := h.building.lock(k)
+		defer unlock()
+		if _, err := os.Stat(hostBin); err == nil {
+			if p, ok := sb.(env.HostPaths).HostPath(hostBin); ok {
+				h.st.realShared.Add(1)
+				return p, nil
+			}
+		}
+		if out, ok := h.cache.get(k); ok {
+			h.st.realShared.Add(1)
+			tr = testRun{text: out.(string)}
+			return "", nil
+		}
+		start := time.Now()
+		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-ldflags=-s -w", "-o", realBin, "./"+dir)
+		h.st.spent("real-build", time.Since(start))
+		if err != nil || r.timedOut {
+			return "", err
+		}
+		h.st.realBuilds.Add(1)
+		if r.exit != 0 {
+			// The tree does not compile: that is its outcome, for every
+			// sandbox of this run that reaches it (kept in memory only: a
+			// machine's fault can look like a failed build too).
+			tr = testRun{text: string(r.out)}
+			h.cache.put(k, tr.text)
+			return "", nil
+		}
+		data, err := sb.ReadFile(ctx, realBin)
+		if err != nil {
+			if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
+				return "", err
+			}
+			return "", nil // no binary (a package with no tests): go test says what it makes of it
+		}
+		writeShared(h.cfg.BinCache, hostBin, data, 0o555)
+		return upTo(dir) + realBin, nil
+	}()
+	switch {
+	case err != nil:
+		return testRun{}, false, err
+	case bin == "" && tr.text == "":
+		return testRun{}, false, nil
+	case bin == "":
+		return tr, true, nil // does not build
+	}
+	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, chattyArgs(limit, t.Tests())...)
+	if err != nil {
+		return testRun{}, false, err
+	}
+	return parseChatty(r), true, nil
+}

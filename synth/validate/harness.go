@@ -151,6 +151,8 @@ type HarnessStats struct {
 	// TimedOut counts the schema tries that ran out of time (a candidate
 	// that makes a test loop): their time is Seconds["try-timed-out"].
 	TimedOut int64 `json:"tries_timed_out"`
+	// GoTests counts the go test runs (a build each, no binary kept).
+	GoTests int64 `json:"go_test_runs"`
 	// Seconds is the time spent computing the answers of each kind of call
 	// (the cache's misses; summed over concurrent episodes, so it can
 	// exceed the wall time): run (run_tests), cover (coverage: its build
@@ -162,7 +164,7 @@ type HarnessStats struct {
 
 type harnessCounters struct {
 	calls, hits, waited, execs, builds, tries, realTries, verdicts atomic.Int64
-	realBuilds, realShared, timedOut                               atomic.Int64
+	realBuilds, realShared, timedOut, goTests                      atomic.Int64
 	// nanos is the time computing each kind of call (run, cover, cand,
 	// try, verdict, and schema-build within try), by kind.
 	nanosMu sync.Mutex
@@ -182,7 +184,7 @@ func (c *harnessCounters) spent(kind string, d time.Duration) {
 func (h *Harness) Stats() HarnessStats {
 	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Waited: h.st.waited.Load(), Executions: h.st.execs.Load(),
 		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load(),
-		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load()}
+		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load(), GoTests: h.st.goTests.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
@@ -241,7 +243,8 @@ func key(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// RunTests runs the named tests (the deciding tests when none) with go test.
+// RunTests runs the named tests (the deciding tests when none) with go test,
+// or from the test binary of the same tree when one is shared (sharedRun).
 func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string) (env.TestReport, env.Cost, error) {
 	t := ws.Task
 	if len(tests) == 0 {
@@ -251,6 +254,27 @@ func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		return env.TestReport{}, env.Cost{}, err
 	}
 	return cached(h, okey("run", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.TestReport, int, error) {
+		// The starting state runs the coverage binary the task's check
+		// built, as the check's own run did; a tree some sandbox built
+		// before (any task's) runs its binary; where a binary died, go test
+		// says what happened, as in Check.
+		if bin, ok := h.checkedCoverBin(sb, ws); ok {
+			r, err := runIn(ctx, sb, t.Dir(), bin, nil, h.cfg.TestTimeout+time.Second, chattyArgs(h.cfg.TestTimeout, tests)...)
+			if err != nil {
+				return env.TestReport{}, 0, err
+			}
+			if tr := parseChatty(r); !tr.died && !tr.unfinished {
+				return report(tr, t.Dir()), 1, nil
+			}
+		}
+		tr, ok, err := h.sharedRun(ctx, sb, t, ws.Changed(), tests, h.cfg.TestTimeout)
+		if err != nil {
+			return env.TestReport{}, 0, err
+		}
+		if ok && !tr.died && !tr.unfinished {
+			return report(tr, t.Dir()), 1, nil
+		}
+		h.st.goTests.Add(1)
 		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, goTest(h.cfg.TestTimeout, tests, t.Dir())...)
 		if err != nil {
 			return env.TestReport{}, 0, err
@@ -1026,6 +1050,7 @@ func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 	if err := sb.WriteFile(ctx, ".frog/real.json", ov); err != nil {
 		return env.TryResult{}, 0, err
 	}
+	h.st.goTests.Add(1)
 	r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, goTest(limit, t.Tests(), t.Dir(), "-overlay", ".frog/real.json")...)
 	if err != nil {
 		return env.TryResult{}, 0, err
@@ -1080,11 +1105,25 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		}
 		judged := maps.Clone(ws.Changed())
 		maps.Copy(judged, restored)
-		tr, ok, err := h.sharedRun(ctx, sb, t, judged, limit)
-		if err != nil {
-			return false, 0, err
+		var tr testRun
+		ok := false
+		if bin, there := h.checkedCoverBin(sb, ws); there {
+			// The starting state, unchanged: the check's build of it (the
+			// one its own verdict of this state came from).
+			r, err := runIn(ctx, sb, t.Dir(), bin, nil, limit+time.Second, chattyArgs(limit, t.Tests())...)
+			if err != nil {
+				return false, 0, err
+			}
+			tr, ok = parseChatty(r), true
 		}
 		if !ok {
+			var err error
+			if tr, ok, err = h.sharedRun(ctx, sb, t, judged, t.Tests(), limit); err != nil {
+				return false, 0, err
+			}
+		}
+		if !ok {
+			h.st.goTests.Add(1)
 			r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, goTest(limit, t.Tests(), t.Dir())...)
 			if err != nil {
 				return false, 0, err
@@ -1269,6 +1308,7 @@ func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, dir string) (r
 func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
 	t := task
 	run := func() (testRun, error) {
+		h.st.goTests.Add(1)
 		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, goTest(h.cfg.TestTimeout, t.Tests(), t.Dir())...)
 		if err != nil {
 			return testRun{}, err
@@ -1309,7 +1349,7 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	}
 	// The gold tree is often every sibling task's gold tree too (the
 	// module as published): its binary is shared by content.
-	good, ok, err := h.sharedRun(ctx, sb, t, fixed, h.cfg.TestTimeout)
+	good, ok, err := h.sharedRun(ctx, sb, t, fixed, t.Tests(), h.cfg.TestTimeout)
 	if err == nil && !ok {
 		good, err = run()
 	}

@@ -112,14 +112,14 @@ func readIfThere(p string) ([]byte, bool) {
 	}
 }
 
-// sharedRun runs task t's deciding tests in sb's tree as a real build does,
+// sharedRun runs tests of task t in sb's tree as a real build does,
 // from the test binary of that tree: the cached one when some sandbox
 // built the same tree before, else one built here and shared. judged is
 // what differs in the tree from the task's template (treeKey). ok is false
 // where the tree cannot be shared or its binary was not made for a reason
 // other than the code (a time-out, a package with no tests): the caller
 // then runs go test as before.
-func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, limit time.Duration) (tr testRun, ok bool, err error) {
+func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, tests []string, limit time.Duration) (tr testRun, ok bool, err error) {
 	k := h.treeKey(ctx, sb, t, judged)
 	if k == "" {
 		return testRun{}, false, nil
@@ -175,7 +175,7 @@ func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, ju
 	case bin == "":
 		return tr, true, nil // does not build
 	}
-	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, chattyArgs(limit, t.Tests())...)
+	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, chattyArgs(limit, tests)...)
 	if err != nil {
 		return testRun{}, false, err
 	}

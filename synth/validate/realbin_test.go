@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -116,5 +117,102 @@ func TestRealBuildsSharedByTree(t *testing.T) {
 				t.Errorf("%d real builds; want %d", st.RealBuilds, tt.builds)
 			}
 		})
+	}
+}
+
+// TestRunTestsFromSharedBinaries: run_tests answered from a tree's shared
+// binary reports what go test reports (statuses, the failure's message
+// and line, a build's errors), and a second harness on the same binary
+// cache builds again only the tree that does not compile (that outcome is
+// kept in memory: a machine's fault can look like a failed build).
+func TestRunTestsFromSharedBinaries(t *testing.T) {
+	maxDir, maxTask := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
+	ws := moduleWorkspaces{maxTask.ID: maxDir}
+	src := string(mustRead(t, tinyModule, "calc/calc.go"))
+	ctx := context.Background()
+	bins := t.TempDir()
+	run := func(h *Harness, calc string) env.TestReport {
+		t.Helper()
+		sb := laidOut(t, maxDir)
+		ep := env.NewEpisode(maxTask, env.RunOptions{MaxSteps: 5, Harness: h})
+		if calc != "" {
+			before := string(mustRead(t, maxDir, "calc/calc.go"))
+			if err := ep.Apply(ctx, sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: calc}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, _, err := h.RunTests(ctx, sb, ep.Workspace(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rep.Tests {
+			rep.Tests[i].Seconds = 0
+		}
+		return rep
+	}
+	states := []struct{ name, calc string }{
+		{"the bug", ""},
+		{"fixed", src},
+		{"does not compile", strings.Replace(src, "func Max(", "func Max((", 1)},
+	}
+	for round, want := range []int64{3, 1} {
+		shared := NewHarness(ws, HarnessConfig{BinCache: bins})
+		for _, st := range states {
+			got, plain := run(shared, st.calc), run(NewHarness(ws, HarnessConfig{}), st.calc)
+			if !got.Built {
+				if plain.Built || !strings.Contains(got.BuildOutput, "calc.go") {
+					t.Errorf("%s: from the shared build: %q; go test: built %v", st.name, got.BuildOutput, plain.Built)
+				}
+				continue
+			}
+			if !reflect.DeepEqual(got, plain) {
+				t.Errorf("%s: from the shared binary:\n%+v\ngo test:\n%+v", st.name, got, plain)
+			}
+		}
+		if s := shared.Stats(); s.RealBuilds != want || s.RealBuilds+s.RealShared != 3 {
+			t.Errorf("round %d: %d trees built, %d shared; want %d built of 3", round, s.RealBuilds, s.RealShared, want)
+		}
+	}
+}
+
+// TestLaterHarnessBuildsNothing: a harness that starts over the binary
+// cache an earlier one filled (a later run on the same store) answers the
+// starting state's run_tests and verdict, and an exact fix's verdict,
+// with no build at all, and as the earlier one did.
+func TestLaterHarnessBuildsNothing(t *testing.T) {
+	maxDir, maxTask := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
+	ws := moduleWorkspaces{maxTask.ID: maxDir}
+	src := string(mustRead(t, tinyModule, "calc/calc.go"))
+	ctx := context.Background()
+	bins := t.TempDir()
+	first := NewHarness(ws, HarnessConfig{BinCache: bins})
+	if err := first.Check(ctx, laidOut(t, maxDir), maxTask, map[string][]byte{"calc/calc.go": []byte(src)}); err != nil {
+		t.Fatal(err)
+	}
+	later := NewHarness(ws, HarnessConfig{BinCache: bins})
+	for _, h := range []*Harness{first, later} {
+		sb := laidOut(t, maxDir)
+		ep := env.NewEpisode(maxTask, env.RunOptions{MaxSteps: 5, Harness: h})
+		rep, _, err := h.RunTests(ctx, sb, ep.Workspace(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Built || rep.Failed != 1 || rep.Passed != 3 {
+			t.Errorf("run_tests of the starting state: %+v; want built, 1 failed, 3 passed", rep)
+		}
+		if ok, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || ok {
+			t.Errorf("verdict of the starting state: %v, %v; want false", ok, err)
+		}
+		before := string(mustRead(t, maxDir, "calc/calc.go"))
+		if err := ep.Apply(ctx, sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: src}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || !ok {
+			t.Errorf("verdict of the exact fix: %v, %v; want true", ok, err)
+		}
+	}
+	if s := later.Stats(); s.GoTests != 0 || s.RealBuilds != 0 || s.Seconds["cover-build"] != 0 || s.Builds != 0 {
+		t.Errorf("the later harness built: %d go test runs, %d real builds, %d schema builds, cover builds %.1f s; want none",
+			s.GoTests, s.RealBuilds, s.Builds, s.Seconds["cover-build"])
 	}
 }

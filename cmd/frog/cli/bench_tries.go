@@ -17,6 +17,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
 	"github.com/frognano/frog/synth/validate"
@@ -50,7 +51,10 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
   episodes/s   episodes of up to --tries tries each (--policy, G = --group-size
                per task) in the run's sandboxes with the outcome cache and shared
                schema binaries on, as training runs them: a first pass over the
-               tasks (every task new to the harness) and a second (warm);
+               tasks (every task new to the harness), a second (warm: every
+               answer cached), and the first pass of a later run on the same
+               store (a new harness: no answer cached, the binaries the first
+               pass built still on disk, the policy's other seeds);
   open         sandbox open time for a task with its workspace template made
                (the task cache) against laying the workspace out from the module
                each time (no task cache), p50;
@@ -113,6 +117,9 @@ type episodePass struct {
 	Executions float64 `json:"test_executions_per_episode"`
 	CacheHit   float64 `json:"outcome_cache_hit_rate"`
 	Builds     int64   `json:"schema_builds"`
+	// RealBuilds are the real builds (of verdicts and test runs) this pass
+	// made; the trees found built already are not counted.
+	RealBuilds int64 `json:"real_builds"`
 	// Seconds is the harness's time per kind of call in this pass
 	// (validate.HarnessStats.Seconds).
 	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
@@ -168,17 +175,28 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	pol, _ := evalPolicy(o.policy, 1)
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = "bench-tries", o.concurrency, o.tries, o.tries+12
-	for _, pass := range []string{"first", "second"} {
-		log.Info().Str("pass", pass).Msg("episodes")
-		before := tenv.h.Stats()
-		e, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: checked, Samples: o.groupSize}, pol,
-			actors.Deps{Provider: prov, Harness: tenv.h, Log: log})
+	// The third pass is the first pass of a later run on the same store: a
+	// new harness (its outcome cache empty, as a new process's is) over the
+	// binaries the earlier passes left in the binary cache, and a policy
+	// with other seeds.
+	later := validate.NewHarness(tenv.ws, validate.HarnessConfig{NoCache: o.taskOpts.NoCache, BinCache: tenv.binCache})
+	laterPol, _ := evalPolicy(o.policy, 2)
+	for _, pass := range []struct {
+		name string
+		h    *validate.Harness
+		pol  policy.Policy
+	}{{"first", tenv.h, pol}, {"second", tenv.h, pol}, {"later-run", later, laterPol}} {
+		log.Info().Str("pass", pass.name).Msg("episodes")
+		before := pass.h.Stats()
+		e, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: checked, Samples: o.groupSize}, pass.pol,
+			actors.Deps{Provider: prov, Harness: pass.h, Log: log})
 		if err != nil {
 			return err
 		}
-		after := tenv.h.Stats()
-		p := episodePass{Pass: pass, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
-			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds}
+		after := pass.h.Stats()
+		p := episodePass{Pass: pass.name, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
+			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
+			RealBuilds: after.RealBuilds - before.RealBuilds}
 		if p.Seconds > 0 {
 			p.PerSecond = float64(p.Episodes) / p.Seconds
 		}
@@ -194,7 +212,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 			}
 		}
 		rep.Episodes = append(rep.Episodes, p)
-		if pass == "first" && rep.Check.Tasks > 0 {
+		if pass.name == "first" && rep.Check.Tasks > 0 {
 			share := rep.Check.Seconds * float64(len(checked)) / float64(rep.Check.Tasks)
 			rep.Check.FirstPassPerSecond = float64(p.Episodes) / (p.Seconds + share)
 		}
@@ -278,8 +296,8 @@ func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(tw, "check\t%d tasks in %.1f s\tfirst pass with its tasks' share: %.2f episodes/s\t\n", r.Check.Tasks, r.Check.Seconds, r.Check.FirstPassPerSecond)
 	for _, p := range r.Episodes {
-		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d builds\n",
-			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds)
+		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d schema and %d real builds\n",
+			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds, p.RealBuilds)
 	}
 	fmt.Fprintf(tw, "open\twith task cache %.1f ms p50\twithout %.1f ms p50\tratio %.1f×\n", r.Open.CachedMillisP50, r.Open.UncachedMillisP50, r.Open.Ratio)
 	for _, p := range r.Episodes {

@@ -56,7 +56,7 @@ func parseTestJSON(r runResult) testRun {
 	outs := map[string]*strings.Builder{}
 	var text []byte
 	sc := bufio.NewScanner(bytes.NewReader(r.out))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<24) // grows for a long line
 	for sc.Scan() {
 		var e testEvent
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
@@ -135,7 +135,7 @@ func parseChatty(r runResult) testRun {
 	verdict := map[string]bool{}
 	cur := ""
 	sc := bufio.NewScanner(bytes.NewReader(r.out))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<24) // grows for a long line
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "\x16"); ok {

@@ -763,14 +763,27 @@ func (h *Harness) baseline(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 }
 
 // tryTimeout bounds a try's test run: ten times what the deciding tests
-// took before (a candidate that loops forever is a failed try, found in
-// seconds, not minutes), at least two seconds, at most TestTimeout.
+// took before, plus a second (a candidate that loops forever is a failed
+// try, found in a second, not minutes: a loop spins a core until then), at
+// most TestTimeout. The -test.timeout it becomes counts the tests' own
+// time, not the binary's start.
 func (h *Harness) tryTimeout(before env.TestReport) time.Duration {
+	return h.limitAfter(before, time.Second)
+}
+
+// verdictTimeout bounds a verdict's test run as tryTimeout does a try's,
+// with two seconds to spare instead of one: a reward is not denied to a
+// slow machine.
+func (h *Harness) verdictTimeout(before env.TestReport) time.Duration {
+	return h.limitAfter(before, 2*time.Second)
+}
+
+func (h *Harness) limitAfter(before env.TestReport, spare time.Duration) time.Duration {
 	var secs float64
 	for _, t := range before.Tests {
 		secs += t.Seconds
 	}
-	d := time.Duration(10*secs*float64(time.Second)) + 2*time.Second
+	d := time.Duration(10*secs*float64(time.Second)) + spare
 	return min(d, h.cfg.TestTimeout)
 }
 
@@ -1101,7 +1114,7 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		// tests' time at the start, when known.
 		limit := h.cfg.TestTimeout
 		if v, ok := h.cache.get(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash); ok {
-			limit = h.tryTimeout(v.(env.TestReport))
+			limit = h.verdictTimeout(v.(env.TestReport))
 		}
 		judged := maps.Clone(ws.Changed())
 		maps.Copy(judged, restored)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frognano/frog/env"
 )
@@ -214,5 +215,22 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 	if s := later.Stats(); s.GoTests != 0 || s.RealBuilds != 0 || s.Seconds["cover-build"] != 0 || s.Builds != 0 {
 		t.Errorf("the later harness built: %d go test runs, %d real builds, %d schema builds, cover builds %.1f s; want none",
 			s.GoTests, s.RealBuilds, s.Builds, s.Seconds["cover-build"])
+	}
+}
+
+// TestTimeLimits: a try gets ten times the deciding tests' time and a
+// second, a verdict two, neither more than the test timeout.
+func TestTimeLimits(t *testing.T) {
+	h := NewHarness(moduleWorkspaces{}, HarnessConfig{TestTimeout: 5 * time.Second})
+	rep := env.TestReport{Tests: []env.TestResult{{Name: "TestA", Seconds: 0.1}, {Name: "TestB", Seconds: 0.05}}}
+	if got, want := h.tryTimeout(rep), 2500*time.Millisecond; got != want {
+		t.Errorf("try limit %v; want %v", got, want)
+	}
+	if got, want := h.verdictTimeout(rep), 3500*time.Millisecond; got != want {
+		t.Errorf("verdict limit %v; want %v", got, want)
+	}
+	rep.Tests[0].Seconds = 1
+	if got := h.verdictTimeout(rep); got != 5*time.Second {
+		t.Errorf("verdict limit %v; want the test timeout, 5s", got)
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime/metrics"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,13 +92,8 @@ type Provider struct {
 	log   zerolog.Logger
 	clone uintptr // namespaces every command gets
 	maps  bool    // the user namespace needs id maps
-	// wrap, when set, is the argv prefix that puts a command in its
-	// namespaces and limits (prlimit, then unshare) in place of clone
-	// flags on frog's own process (wrapped), used while frog holds more
-	// than wrapAbove of memory.
-	wrap []string
-	note string
-	env  []string
+	note  string
+	env   []string
 
 	opened, closed atomic.Int64
 }
@@ -213,66 +206,9 @@ func (p *Provider) probe() {
 		}
 		p.clone, p.maps = try.flags, try.maps
 		p.note = "commands run in new " + try.what + ": no network"
-		if try.maps {
-			p.wrapped(truePath)
-		}
 		return
 	}
 	p.note = "the kernel refused new namespaces (" + strings.Join(errs, "; ") + "): commands share the host's network"
-}
-
-// wrapped puts commands in their user, network and pid namespaces through
-// util-linux's prlimit and unshare instead of clone flags on frog's own
-// process, when both are installed and work. Go cannot start a process in
-// a new user namespace with vfork: it copies frog's page tables for every
-// command, and its parent then pays copy-on-write faults: a command costs
-// more the more memory frog holds (wrapAbove). Through the two small
-// programs, it costs the same however large frog has grown. The limits go on prlimit, before unshare
-// forks the command, so the command inherits them (prlimit on its pid
-// after it started could be late).
-func (p *Provider) wrapped(truePath string) {
-	prl, err1 := exec.LookPath("prlimit")
-	uns, err2 := exec.LookPath("unshare")
-	if err1 != nil || err2 != nil {
-		return
-	}
-	wrap := []string{prl}
-	for _, l := range []struct {
-		flag string
-		v    int64
-	}{{"--as", p.cfg.AddressSpace}, {"--fsize", p.cfg.FileSize}, {"--cpu", p.cfg.CPUSeconds}, {"--nofile", p.cfg.OpenFiles}} {
-		if l.v > 0 {
-			wrap = append(wrap, fmt.Sprintf("%s=%d", l.flag, l.v))
-		}
-	}
-	wrap = append(wrap, "--", uns, "--user", fmt.Sprintf("--map-user=%d", os.Getuid()), fmt.Sprintf("--map-group=%d", os.Getgid()),
-		"--net", "--pid", "--fork", "--kill-child", "--")
-	cmd := exec.Command(wrap[0], append(wrap[1:], truePath)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		p.log.Debug().Err(err).Str("output", string(out)).Msg("prlimit and unshare do not work here: namespaces by clone flags")
-		return
-	}
-	p.wrap = wrap
-	p.note += " (through prlimit and unshare)"
-}
-
-// wrapAbove is how much memory frog holds before its commands go through
-// prlimit and unshare: below it, clone flags cost no more (BenchmarkExec on
-// the 2-core machine, two runs each, ms a command: with no heap 2.6, 2.7
-// by clone flags against 2.6, 2.6 through the two programs; with 100 MB
-// 10.0, 13.1 against 5.5, 5.1; with 400 MB 30.0, 30.4 against 5.9, 5.9).
-var wrapAbove uint64 = 40 << 20
-
-// mappedBytes is the memory the Go runtime holds mapped and not given
-// back: what a fork copies the page tables of.
-func mappedBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }
 
 func (p *Provider) sysProcAttr(flags uintptr, maps bool) *syscall.SysProcAttr {
@@ -472,20 +408,11 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	defer errR.Close()
 	defer inW.Close()
 	name, err := lookPath(opts.Cmd[0], s.env)
-	argv := append([]string{name}, opts.Cmd[1:]...)
-	wrap := s.p.wrap != nil && mappedBytes() >= wrapAbove
-	if wrap {
-		argv = append(slices.Clone(s.p.wrap), argv...)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(name, opts.Cmd[1:]...)
 	cmd.Dir = s.ws
 	cmd.Env = s.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if wrap {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	} else {
-		cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
-	}
+	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
 	if err == nil {
 		err = cmd.Start()
 	}
@@ -510,9 +437,7 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 		s.mu.Unlock()
 	}()
 	pid := cmd.Process.Pid
-	if !wrap {
-		s.p.setRlimits(pid)
-	}
+	s.p.setRlimits(pid)
 
 	var copies sync.WaitGroup
 	copies.Add(2)

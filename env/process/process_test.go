@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,105 +133,4 @@ func TestReapDead(t *testing.T) {
 			t.Errorf("%s: kept = %v, want %v", n, err == nil, kept)
 		}
 	}
-}
-
-// TestWrappedLikeCloneFlags: a command started through prlimit and unshare
-// sees and does what it does when frog's clone flags start it: its exit
-// code, its output, its user, its pid (1: the init of its namespace), its
-// limits, no network.
-func TestWrappedLikeCloneFlags(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Dir = t.TempDir()
-	wrapped, err := New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if wrapped.wrap == nil {
-		t.Skipf("commands are not wrapped here: %s", wrapped.Isolation())
-	}
-	flags, err := New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	flags.wrap = nil
-	ctx := context.Background()
-	for _, script := range []string{
-		"echo out; echo err >&2; exit 3",
-		"id -u; id -g; echo $$",
-		"ulimit -n; ulimit -t; ulimit -v; ulimit -f",
-		"cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '",
-		`sh -c 'kill -KILL $$'; echo inner $?`,
-		"kill -KILL $$; echo still here",
-	} {
-		var got [2]env.ExecResult
-		for i, p := range []*Provider{wrapped, flags} {
-			sb, err := p.Open(ctx, env.OpenOptions{Run: "wrap-test"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[i], err = sb.Exec(ctx, env.ExecOptions{Cmd: []string{"sh", "-c", script}})
-			sb.Close(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		w, f := got[0], got[1]
-		if w.ExitCode != f.ExitCode || string(w.Stdout) != string(f.Stdout) || string(w.Stderr) != string(f.Stderr) {
-			t.Errorf("%s:\nwrapped: exit %d, stdout %q, stderr %q\nclone flags: exit %d, stdout %q, stderr %q",
-				script, w.ExitCode, w.Stdout, w.Stderr, f.ExitCode, f.Stdout, f.Stderr)
-		}
-	}
-}
-
-// BenchmarkExec starts a command (`true`) in a sandbox, through prlimit and
-// unshare and by clone flags on this process, with this process holding
-// 0, 100 or 400 MB of heap: the clone flags' cost grows with the heap (Go
-// copies the page tables of a process that starts a command in a new user
-// namespace).
-//
-//	go test -run '^$' -bench Exec -benchtime 200x ./env/process
-func BenchmarkExec(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.Dir = b.TempDir()
-	wrapped, err := New(cfg, zerolog.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if wrapped.wrap == nil {
-		b.Skipf("commands are not wrapped here: %s", wrapped.Isolation())
-	}
-	flags, err := New(cfg, zerolog.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	flags.wrap = nil
-	ctx := context.Background()
-	var heap [][]byte
-	for _, mb := range []int{0, 100, 400} {
-		for len(heap) < mb {
-			chunk := make([]byte, 1<<20)
-			for i := range chunk {
-				chunk[i] = byte(i)
-			}
-			heap = append(heap, chunk)
-		}
-		for _, p := range []struct {
-			name string
-			p    *Provider
-		}{{"wrapped", wrapped}, {"clone-flags", flags}} {
-			b.Run(fmt.Sprintf("heap=%dMB/%s", mb, p.name), func(b *testing.B) {
-				sb, err := p.p.Open(ctx, env.OpenOptions{Run: "bench-exec"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer sb.Close(ctx)
-				for b.Loop() {
-					if r, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"true"}}); err != nil || r.ExitCode != 0 {
-						b.Fatal(err, r.ExitCode)
-					}
-				}
-			})
-		}
-	}
-	runtime.KeepAlive(heap)
 }

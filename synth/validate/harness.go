@@ -143,9 +143,10 @@ type HarnessStats struct {
 	Tries      int64 `json:"tries"`
 	RealTries  int64 `json:"real_tries"`
 	Verdicts   int64 `json:"verdicts"`
-	// RealBuilds counts the real builds of verdicts and checks made into a
-	// test binary shared by the tree's content; RealShared the runs that
-	// found the tree built already (by any task's sandbox).
+	// RealBuilds counts the real builds (of verdicts, checks' gold runs and
+	// run_tests) made into a test binary shared by the tree's content;
+	// RealShared the runs that found the tree built already (by any task's
+	// sandbox).
 	RealBuilds int64 `json:"real_builds"`
 	RealShared int64 `json:"real_shared"`
 	// TimedOut counts the schema tries that ran out of time (a candidate
@@ -157,8 +158,9 @@ type HarnessStats struct {
 	// (the cache's misses; summed over concurrent episodes, so it can
 	// exceed the wall time): run (run_tests), cover (coverage: its build
 	// and a run per test), cover-build (of it), cand (candidates), try
-	// (schema builds included), schema-build (of it), verdict (a real
-	// build and run).
+	// (schema builds included), schema-build (of it), try-timed-out (the
+	// tries that ran out of time), verdict (a real build and run),
+	// real-build (a shared real build, within run or verdict).
 	Seconds map[string]float64 `json:"seconds,omitempty"`
 }
 
@@ -258,28 +260,17 @@ func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		// built, as the check's own run did; a tree some sandbox built
 		// before (any task's) runs its binary; where a binary died, go test
 		// says what happened, as in Check.
-		if bin, ok := h.checkedCoverBin(sb, ws); ok {
-			r, err := runIn(ctx, sb, t.Dir(), bin, nil, h.cfg.TestTimeout+time.Second, chattyArgs(h.cfg.TestTimeout, tests)...)
-			if err != nil {
-				return env.TestReport{}, 0, err
-			}
-			if tr := parseChatty(r); !tr.died && !tr.unfinished {
-				return report(tr, t.Dir()), 1, nil
-			}
+		tr, ok, err := h.checkedRun(ctx, sb, ws, tests, h.cfg.TestTimeout)
+		if err == nil && (!ok || tr.died || tr.unfinished) {
+			tr, ok, err = h.sharedRun(ctx, sb, t, ws.Changed(), tests, h.cfg.TestTimeout)
 		}
-		tr, ok, err := h.sharedRun(ctx, sb, t, ws.Changed(), tests, h.cfg.TestTimeout)
+		if err == nil && (!ok || tr.died || tr.unfinished) {
+			tr, err = h.goTestRun(ctx, sb, t, tests, h.cfg.TestTimeout)
+		}
 		if err != nil {
 			return env.TestReport{}, 0, err
 		}
-		if ok && !tr.died && !tr.unfinished {
-			return report(tr, t.Dir()), 1, nil
-		}
-		h.st.goTests.Add(1)
-		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, goTest(h.cfg.TestTimeout, tests, t.Dir())...)
-		if err != nil {
-			return env.TestReport{}, 0, err
-		}
-		return report(parseTestJSON(r), t.Dir()), 1, nil
+		return report(tr, t.Dir()), 1, nil
 	})
 }
 
@@ -1063,12 +1054,10 @@ func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 	if err := sb.WriteFile(ctx, ".frog/real.json", ov); err != nil {
 		return env.TryResult{}, 0, err
 	}
-	h.st.goTests.Add(1)
-	r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, goTest(limit, t.Tests(), t.Dir(), "-overlay", ".frog/real.json")...)
+	tr, err := h.goTestRun(ctx, sb, t, t.Tests(), limit, "-overlay", ".frog/real.json")
 	if err != nil {
 		return env.TryResult{}, 0, err
 	}
-	tr := parseTestJSON(r)
 	if !tr.built {
 		return env.TryResult{Built: false, Failing: t.Tests()}, 1, nil
 	}
@@ -1118,30 +1107,17 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		}
 		judged := maps.Clone(ws.Changed())
 		maps.Copy(judged, restored)
-		var tr testRun
-		ok := false
-		if bin, there := h.checkedCoverBin(sb, ws); there {
-			// The starting state, unchanged: the check's build of it (the
-			// one its own verdict of this state came from).
-			r, err := runIn(ctx, sb, t.Dir(), bin, nil, limit+time.Second, chattyArgs(limit, t.Tests())...)
-			if err != nil {
-				return false, 0, err
-			}
-			tr, ok = parseChatty(r), true
+		// The starting state, unchanged, runs the check's build of it (the
+		// one its own verdict of this state came from).
+		tr, ok, err := h.checkedRun(ctx, sb, ws, t.Tests(), limit)
+		if err == nil && !ok {
+			tr, ok, err = h.sharedRun(ctx, sb, t, judged, t.Tests(), limit)
 		}
-		if !ok {
-			var err error
-			if tr, ok, err = h.sharedRun(ctx, sb, t, judged, t.Tests(), limit); err != nil {
-				return false, 0, err
-			}
+		if err == nil && !ok {
+			tr, err = h.goTestRun(ctx, sb, t, t.Tests(), limit)
 		}
-		if !ok {
-			h.st.goTests.Add(1)
-			r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, goTest(limit, t.Tests(), t.Dir())...)
-			if err != nil {
-				return false, 0, err
-			}
-			tr = parseTestJSON(r)
+		if err != nil {
+			return false, 0, err
 		}
 		return tr.built && !tr.timedOut && len(notPassed(t.Tests(), tr)) == 0, 1, nil
 	})
@@ -1278,11 +1254,10 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 	if err != nil || r.exit != 0 || r.timedOut {
 		return testRun{}, err
 	}
-	r, err = runIn(ctx, sb, dir, upTo(dir)+coverBin, nil, h.cfg.TestTimeout+time.Second, chattyArgs(h.cfg.TestTimeout, t.Tests())...)
+	tr, err := h.runBinary(ctx, sb, dir, upTo(dir)+coverBin, t.Tests(), h.cfg.TestTimeout)
 	if err != nil {
 		return testRun{}, err
 	}
-	tr := parseChatty(r)
 	if tr.died || tr.unfinished {
 		return testRun{}, nil // let go test say what happened
 	}
@@ -1292,14 +1267,42 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 	return tr, nil
 }
 
-// goTest is the go command that builds the tests of package dir for real
-// and runs the named ones, with a time limit, reporting in JSON. The binary
+// goTestRun builds the tests of task t's package for real with go test and
+// runs the named ones, with a time limit, reporting in JSON. The binary
 // is linked without its symbol table and DWARF (-s -w), as the schema and
 // coverage binaries are: a panic's trace keeps its functions and lines, and
 // the link costs about a fifth less.
-func goTest(limit time.Duration, tests []string, dir string, extra ...string) []string {
+func (h *Harness) goTestRun(ctx context.Context, sb env.Sandbox, t *env.Task, tests []string, limit time.Duration, extra ...string) (testRun, error) {
+	h.st.goTests.Add(1)
 	args := []string{"test", "-json", "-count=1", "-vet=off", "-ldflags=-s -w", "-timeout", limit.String()}
-	return append(append(args, extra...), "-run", runRegexp(tests), "./"+dir)
+	args = append(append(args, extra...), "-run", runRegexp(tests), "./"+t.Dir())
+	r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, args...)
+	if err != nil {
+		return testRun{}, err
+	}
+	return parseTestJSON(r), nil
+}
+
+// runBinary runs the named tests from test binary bin (as seen from dir)
+// in directory dir of sb, within limit, as go test's -json reports them.
+func (h *Harness) runBinary(ctx context.Context, sb env.Sandbox, dir, bin string, tests []string, limit time.Duration) (testRun, error) {
+	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, chattyArgs(limit, tests)...)
+	if err != nil {
+		return testRun{}, err
+	}
+	return parseChatty(r), nil
+}
+
+// checkedRun runs the named tests from the coverage binary of the task's
+// check, when ws is the task's starting state and the binary is shared
+// (checkedCoverBin); ok is false when it is not.
+func (h *Harness) checkedRun(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string, limit time.Duration) (tr testRun, ok bool, err error) {
+	bin, ok := h.checkedCoverBin(sb, ws)
+	if !ok {
+		return testRun{}, false, nil
+	}
+	tr, err = h.runBinary(ctx, sb, ws.Task.Dir(), bin, tests, limit)
+	return tr, err == nil, err
 }
 
 // coverBin is where a sandbox's coverage test binary is built, relative
@@ -1320,14 +1323,7 @@ func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, dir string) (r
 // fix written: use a sandbox of its own.
 func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
 	t := task
-	run := func() (testRun, error) {
-		h.st.goTests.Add(1)
-		r, err := h.goCmd(ctx, sb, h.cfg.TestTimeout+h.cfg.BuildTimeout, goTest(h.cfg.TestTimeout, t.Tests(), t.Dir())...)
-		if err != nil {
-			return testRun{}, err
-		}
-		return parseTestJSON(r), nil
-	}
+	run := func() (testRun, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }
 	bad, err := h.checkBug(ctx, sb, t)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -67,13 +68,7 @@ func (h *Harness) treeKey(ctx context.Context, sb env.Sandbox, t *env.Task, judg
 		sum.Write([]byte(s))
 		sum.Write([]byte{0})
 	}
-	for _, f := range slices.Sorted(func(yield func(string) bool) {
-		for f := range files {
-			if !yield(f) {
-				return
-			}
-		}
-	}) {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		data, ok := judged[f]
 		if !ok {
 			if data, ok = readIfThere(filepath.Join(tmpl, filepath.FromSlash(f))); data == nil && !ok {
@@ -124,60 +119,58 @@ func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, ju
 	if k == "" {
 		return testRun{}, false, nil
 	}
-	hostBin := filepath.Join(h.cfg.BinCache, k+".test")
-	dir := t.Dir()
-	bin, err := func() (string, error) {
-		// One build at a time per tree: concurrent episodes that reach it
-		// wait for the first and run its binary.
-		unlock := h.building.lock(k)
-		defer unlock()
-		if _, err := os.Stat(hostBin); err == nil {
-			if p, ok := sb.(env.HostPaths).HostPath(hostBin); ok {
-				h.st.realShared.Add(1)
-				return p, nil
-			}
-		}
-		if out, ok := h.cache.get(k); ok {
-			h.st.realShared.Add(1)
-			tr = testRun{text: out.(string)}
-			return "", nil
-		}
-		start := time.Now()
-		r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-ldflags=-s -w", "-o", realBin, "./"+dir)
-		h.st.spent("real-build", time.Since(start))
-		if err != nil || r.timedOut {
-			return "", err
-		}
-		h.st.realBuilds.Add(1)
-		if r.exit != 0 {
-			// The tree does not compile: that is its outcome, for every
-			// sandbox of this run that reaches it (kept in memory only: a
-			// machine's fault can look like a failed build too).
-			tr = testRun{text: string(r.out)}
-			h.cache.put(k, tr.text)
-			return "", nil
-		}
-		data, err := sb.ReadFile(ctx, realBin)
-		if err != nil {
-			if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
-				return "", err
-			}
-			return "", nil // no binary (a package with no tests): go test says what it makes of it
-		}
-		writeShared(h.cfg.BinCache, hostBin, data, 0o555)
-		return upTo(dir) + realBin, nil
-	}()
+	bin, failure, ok, err := h.treeBinary(ctx, sb, t.Dir(), k)
 	switch {
-	case err != nil:
+	case err != nil || !ok:
 		return testRun{}, false, err
-	case bin == "" && tr.text == "":
-		return testRun{}, false, nil
 	case bin == "":
-		return tr, true, nil // does not build
+		return testRun{text: failure}, true, nil // does not build
 	}
-	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, chattyArgs(limit, tests)...)
+	tr, err = h.runBinary(ctx, sb, t.Dir(), bin, tests, limit)
+	return tr, err == nil, err
+}
+
+// treeBinary is the test binary, as seen from package directory dir of sb,
+// of the tree keyed k: the shared one, or one built in sb and shared. One
+// build at a time per tree: concurrent episodes that reach it wait for the
+// first and run its binary. bin is "" when the tree does not compile
+// (failure is the compiler's output); ok is false when no binary was made
+// for another reason.
+func (h *Harness) treeBinary(ctx context.Context, sb env.Sandbox, dir, k string) (bin, failure string, ok bool, err error) {
+	hostBin := filepath.Join(h.cfg.BinCache, k+".test")
+	unlock := h.building.lock(k)
+	defer unlock()
+	if _, err := os.Stat(hostBin); err == nil {
+		if p, ok := sb.(env.HostPaths).HostPath(hostBin); ok {
+			h.st.realShared.Add(1)
+			return p, "", true, nil
+		}
+	}
+	if out, ok := h.cache.get(k); ok {
+		h.st.realShared.Add(1)
+		return "", out.(string), out.(string) != "", nil
+	}
+	start := time.Now()
+	r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-ldflags=-s -w", "-o", realBin, "./"+dir)
+	h.st.spent("real-build", time.Since(start))
+	if err != nil || r.timedOut {
+		return "", "", false, err
+	}
+	h.st.realBuilds.Add(1)
+	if r.exit != 0 {
+		// The tree does not compile: that is its outcome, for every
+		// sandbox of this run that reaches it (kept in memory only: a
+		// machine's fault can look like a failed build).
+		h.cache.put(k, string(r.out))
+		return "", string(r.out), len(r.out) > 0, nil
+	}
+	data, err := sb.ReadFile(ctx, realBin)
 	if err != nil {
-		return testRun{}, false, err
+		if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
+			return "", "", false, err
+		}
+		return "", "", false, nil // no binary (a package with no tests): go test says what it makes of it
 	}
-	return parseChatty(r), true, nil
+	writeShared(h.cfg.BinCache, hostBin, data, 0o555)
+	return upTo(dir) + realBin, "", true, nil
 }

@@ -47,6 +47,19 @@ func tinyTask(t *testing.T, id, old, new string, failing string) (string, *env.T
 	return dir, task
 }
 
+// editCalc has episode ep replace calc/calc.go, as template dir holds it,
+// by calc through the agent's edit tool.
+func editCalc(t *testing.T, ep *env.Episode, sb env.Sandbox, dir, calc string) {
+	t.Helper()
+	before := string(mustRead(t, dir, "calc/calc.go"))
+	if err := ep.Apply(context.Background(), sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: calc}); err != nil {
+		t.Fatal(err)
+	}
+	if steps := ep.Trajectory().Steps; steps[len(steps)-1].Result.Error != "" {
+		t.Fatalf("edit: %s", steps[len(steps)-1].Result.Error)
+	}
+}
+
 // TestRealBuildsSharedByTree: two tasks of one package whose gold patches
 // give back the module as published build that tree once; an agent's
 // exact fix of either is judged by that binary; a tree of its own (a
@@ -81,13 +94,7 @@ func TestRealBuildsSharedByTree(t *testing.T) {
 		t.Helper()
 		sb := laidOut(t, dir)
 		ep := env.NewEpisode(task, env.RunOptions{MaxSteps: 5, Harness: h})
-		before := string(mustRead(t, dir, "calc/calc.go"))
-		if err := ep.Apply(ctx, sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: calc}); err != nil {
-			t.Fatal(err)
-		}
-		if r := ep.Trajectory().Steps[0].Result; r.Error != "" {
-			t.Fatalf("edit: %s", r.Error)
-		}
+		editCalc(t, ep, sb, dir, calc)
 		traj, err := ep.Finish(ctx, sb)
 		if err != nil {
 			t.Fatal(err)
@@ -137,10 +144,7 @@ func TestRunTestsFromSharedBinaries(t *testing.T) {
 		sb := laidOut(t, maxDir)
 		ep := env.NewEpisode(maxTask, env.RunOptions{MaxSteps: 5, Harness: h})
 		if calc != "" {
-			before := string(mustRead(t, maxDir, "calc/calc.go"))
-			if err := ep.Apply(ctx, sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: calc}); err != nil {
-				t.Fatal(err)
-			}
+			editCalc(t, ep, sb, maxDir, calc)
 		}
 		rep, _, err := h.RunTests(ctx, sb, ep.Workspace(), nil)
 		if err != nil {
@@ -204,10 +208,7 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 		if ok, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || ok {
 			t.Errorf("verdict of the starting state: %v, %v; want false", ok, err)
 		}
-		before := string(mustRead(t, maxDir, "calc/calc.go"))
-		if err := ep.Apply(ctx, sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: src}); err != nil {
-			t.Fatal(err)
-		}
+		editCalc(t, ep, sb, maxDir, src)
 		if ok, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || !ok {
 			t.Errorf("verdict of the exact fix: %v, %v; want true", ok, err)
 		}

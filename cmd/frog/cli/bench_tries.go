@@ -179,7 +179,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	// new harness (its outcome cache empty, as a new process's is) over the
 	// binaries the earlier passes left in the binary cache, and a policy
 	// with other seeds.
-	later := validate.NewHarness(tenv.ws, validate.HarnessConfig{NoCache: o.taskOpts.NoCache, BinCache: tenv.binCache})
+	later := validate.NewHarness(tenv.ws, tenv.hcfg)
 	laterPol, _ := evalPolicy(o.policy, 2)
 	for _, pass := range []struct {
 		name string

@@ -36,8 +36,8 @@ type taskEnv struct {
 	ws *source.Workspaces
 	h  *validate.Harness
 	q  *source.Quarantine
-	// binCache is where h keeps binaries for every sandbox to run.
-	binCache string
+	// hcfg is h's configuration, for a harness of its own (a later run's).
+	hcfg validate.HarnessConfig
 }
 
 // openTaskEnv opens the sandboxes spec names, laying out real tasks from
@@ -59,9 +59,9 @@ func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerol
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sandbox %s: %w", spec.Kind, err)
 	}
-	bins := filepath.Join(ws.Root(), "bin")
-	h := validate.NewHarness(ws, validate.HarnessConfig{NoCache: o.NoCache, BinCache: bins})
-	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log), binCache: bins}, prov, release, nil
+	hcfg := validate.HarnessConfig{NoCache: o.NoCache, BinCache: filepath.Join(ws.Root(), "bin")}
+	h := validate.NewHarness(ws, hcfg)
+	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log), hcfg: hcfg}, prov, release, nil
 }
 
 // oracleFix is what frog sim's simulated agent is told of a real task: the

@@ -57,6 +57,12 @@ type Config struct {
 	// it. Where it is not permitted the provider says so in Isolation and
 	// goes on without.
 	Unshare bool
+	// UserNamespace puts root's commands in a new user namespace too, as
+	// everyone else's are (an unprivileged user cannot unshare the others
+	// without one). Off by default: a command in a new user namespace
+	// starts by a full fork of frog, 3 to 30 times as dear as without
+	// (docs/sandboxes.md), and root's uid maps to root in it.
+	UserNamespace bool
 	// Workspaces lays out the workspace of a real task (env.Task.Real) when
 	// its sandbox opens; without it, opening one for a real task fails.
 	Workspaces env.Workspaces
@@ -181,23 +187,35 @@ func (p *Provider) Isolation() string { return p.note }
 // Warning is the package's Warning, for callers holding a provider.
 func (p *Provider) Warning() string { return Warning }
 
-// probe tries to run `true` in new namespaces, with a user namespace first
-// (unprivileged), then without (root), and keeps the first that works.
+// probe tries to run `true` in new namespaces and keeps the first set that
+// works: for root, network and pid namespaces alone first; for anyone
+// else, or where those are refused, inside a new user namespace.
+//
+// A user namespace is dear: the child must wait for its id maps, so Go
+// starts it by a full fork that copies frog's page tables (a cost that
+// grows with frog's memory), where a command without one starts by vfork.
+// Root does not need it to unshare the others, and gains little from it:
+// its uid maps to root, who still reads and writes every root-owned file.
 func (p *Provider) probe() {
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		p.note = "no `true` command to probe namespaces with: commands share the host's network"
 		return
 	}
-	var errs []string
-	for _, try := range []struct {
+	type nsSet struct {
 		flags uintptr
 		maps  bool
 		what  string
-	}{
+	}
+	tries := []nsSet{
 		{unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID, true, "user, network and pid namespaces"},
 		{unix.CLONE_NEWNET | unix.CLONE_NEWPID, false, "network and pid namespaces"},
-	} {
+	}
+	if os.Geteuid() == 0 && !p.cfg.UserNamespace {
+		tries[0], tries[1] = tries[1], tries[0]
+	}
+	var errs []string
+	for _, try := range tries {
 		cmd := exec.Command(truePath)
 		cmd.SysProcAttr = p.sysProcAttr(try.flags, try.maps)
 		if err := cmd.Run(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,10 +18,14 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	for _, unshare := range []bool{true, false} {
-		t.Run("unshare="+strconv.FormatBool(unshare), func(t *testing.T) {
+	for _, v := range []struct {
+		name            string
+		unshare, userNS bool
+	}{{"unshare", true, false}, {"unshare+userns", true, true}, {"no-unshare", false, false}} {
+		unshare := v.unshare
+		t.Run(v.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Unshare = unshare
+			cfg.Unshare, cfg.UserNamespace = unshare, v.userNS
 			p, err := New(cfg, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
@@ -39,6 +44,98 @@ func TestConformance(t *testing.T) {
 			envtest.Run(t, p, caps)
 		})
 	}
+}
+
+// Root's commands run without a new user namespace unless asked for one
+// (a full fork each); everyone else's run in one. /proc/self/uid_map says
+// which: the initial namespace maps the whole range of ids, a new one the
+// one id frog gives it.
+func TestUserNamespace(t *testing.T) {
+	for _, asked := range []bool{false, true} {
+		t.Run("asked="+strconv.FormatBool(asked), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Dir, cfg.UserNamespace = t.TempDir(), asked
+			p, err := New(cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(p.Isolation(), "commands run in new") {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("no namespaces under CI: %s", p.Isolation())
+				}
+				t.Skipf("no namespaces here: %s", p.Isolation())
+			}
+			uidMap := execOut(t, p, "cat", "/proc/self/uid_map")
+			inNew := len(strings.Fields(uidMap)) == 3 && strings.Fields(uidMap)[2] == "1"
+			want := asked || os.Geteuid() != 0
+			if inNew != want || strings.HasPrefix(p.Isolation(), "commands run in new user") != want {
+				t.Errorf("euid %d, asked %v: uid_map %q, isolation %q; want a new user namespace: %v",
+					os.Geteuid(), asked, uidMap, p.Isolation(), want)
+			}
+			// Either way the command has no network and is alone in its
+			// pid namespace.
+			if pid := strings.TrimSpace(execOut(t, p, "sh", "-c", "echo $$")); pid != "1" {
+				t.Errorf("the command's shell is pid %s in its namespace, want 1", pid)
+			}
+		})
+	}
+}
+
+func execOut(t *testing.T, p *Provider, cmd ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	sb, err := p.Open(ctx, env.OpenOptions{Run: "test-userns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(ctx)
+	r, err := sb.Exec(ctx, env.ExecOptions{Cmd: cmd})
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("%v: %v, exit %d: %s", cmd, err, r.ExitCode, r.Stderr)
+	}
+	return string(r.Stdout)
+}
+
+// BenchmarkExec starts a command (`true`) in a sandbox with and without a
+// new user namespace, this process holding 0 or 100 MB of heap: with one,
+// Go copies this process's page tables for every command, so its cost
+// grows with the heap; without one (root only) it starts by vfork.
+//
+//	go test -run '^$' -bench Exec -benchtime 200x ./env/process
+func BenchmarkExec(b *testing.B) {
+	ctx := context.Background()
+	var heap [][]byte
+	for _, mb := range []int{0, 100} {
+		for len(heap) < mb {
+			chunk := make([]byte, 1<<20)
+			for i := range chunk {
+				chunk[i] = byte(i)
+			}
+			heap = append(heap, chunk)
+		}
+		for _, userNS := range []bool{false, true} {
+			b.Run(fmt.Sprintf("heap=%dMB/userns=%v", mb, userNS), func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.Dir, cfg.UserNamespace = b.TempDir(), userNS
+				p, err := New(cfg, zerolog.Nop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("isolation: %s", p.Isolation())
+				sb, err := p.Open(ctx, env.OpenOptions{Run: "bench-exec"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer sb.Close(ctx)
+				for b.Loop() {
+					if r, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"true"}}); err != nil || r.ExitCode != 0 {
+						b.Fatal(err, r.ExitCode)
+					}
+				}
+			})
+		}
+	}
+	runtime.KeepAlive(heap)
 }
 
 func TestRel(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,10 @@ type Harness struct {
 	computing keyLocks
 	// models are the token models of recent tasks' code (naturalness).
 	models models
+	// goldTime is, by task ID, the deciding tests' time with the gold
+	// patch, measured by the task's check in this harness: how long a
+	// fixed tree takes, which bounds a try tighter (tryTimeout).
+	goldTime sync.Map
 }
 
 // keyLocks are mutexes by key, made on demand and dropped when free.
@@ -697,7 +702,7 @@ func (h *Harness) Try(ctx context.Context, sb env.Sandbox, ws *env.Workspace, li
 		return nil, env.Cost{}, err
 	}
 	failing0 := before.Failing()
-	limit := h.tryTimeout(before)
+	limit := h.tryTimeout(t, before)
 	var out []env.TryResult
 	total := env.Cost{Executions: bcost.Executions, Cached: true}
 	var sch *trySchema
@@ -753,29 +758,43 @@ func (h *Harness) baseline(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	return rep, cost, err
 }
 
-// tryTimeout bounds a try's test run: ten times what the deciding tests
-// took before, plus a second (a candidate that loops forever is a failed
-// try, found in a second, not minutes: a loop spins a core until then), at
-// most TestTimeout. The -test.timeout it becomes counts the tests' own
-// time, not the binary's start.
-func (h *Harness) tryTimeout(before env.TestReport) time.Duration {
-	return h.limitAfter(before, time.Second)
+// tryTimeout bounds a try's test run: a candidate that loops forever is a
+// failed try, found in a fraction of a second, not minutes (a loop spins
+// a core, or two, until then). The bound is ten times the longer of the
+// deciding tests' times at the start (before) and with the gold patch
+// (measured by the task's check), plus a quarter of a second for a busy
+// machine; without the gold patch's time, a whole second, since a fixed
+// tree can be slower than the buggy one (a bug that returns at once where
+// the fix waits). At most TestTimeout. The -test.timeout it becomes
+// counts the tests' own time, not the binary's start.
+func (h *Harness) tryTimeout(t *env.Task, before env.TestReport) time.Duration {
+	if gold, ok := h.goldTime.Load(t.ID); ok {
+		return h.limitAfter(max(testTime(before), gold.(time.Duration)), 250*time.Millisecond)
+	}
+	return h.limitAfter(testTime(before), time.Second)
 }
 
 // verdictTimeout bounds a verdict's test run as tryTimeout does a try's,
-// with two seconds to spare instead of one: a reward is not denied to a
-// slow machine.
-func (h *Harness) verdictTimeout(before env.TestReport) time.Duration {
-	return h.limitAfter(before, 2*time.Second)
+// with two seconds to spare: a reward is not denied to a slow machine.
+func (h *Harness) verdictTimeout(t *env.Task, before env.TestReport) time.Duration {
+	d := testTime(before)
+	if gold, ok := h.goldTime.Load(t.ID); ok {
+		d = max(d, gold.(time.Duration))
+	}
+	return h.limitAfter(d, 2*time.Second)
 }
 
-func (h *Harness) limitAfter(before env.TestReport, spare time.Duration) time.Duration {
+func (h *Harness) limitAfter(took, spare time.Duration) time.Duration {
+	return min(10*took+spare, h.cfg.TestTimeout)
+}
+
+// testTime is the deciding tests' time in a report.
+func testTime(rep env.TestReport) time.Duration {
 	var secs float64
-	for _, t := range before.Tests {
+	for _, t := range rep.Tests {
 		secs += t.Seconds
 	}
-	d := time.Duration(10*secs*float64(time.Second)) + spare
-	return min(d, h.cfg.TestTimeout)
+	return time.Duration(secs * float64(time.Second))
 }
 
 // diffFailing says which tests a try fixed (failing before, not after) and
@@ -1103,7 +1122,7 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		// tests' time at the start, when known.
 		limit := h.cfg.TestTimeout
 		if v, ok := h.cache.get(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash); ok {
-			limit = h.verdictTimeout(v.(env.TestReport))
+			limit = h.verdictTimeout(t, v.(env.TestReport))
 		}
 		judged := maps.Clone(ws.Changed())
 		maps.Copy(judged, restored)
@@ -1235,31 +1254,42 @@ func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 	if _, ok := sb.(env.HostPaths); !ok || h.cfg.BinCache == "" {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key(t.ID, "", "cover")+".test")
+	return filepath.Join(h.cfg.BinCache, key(t.ID, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover")+".test")
 }
 
 // checkBug runs the deciding tests of task t with the bug from the
 // package's coverage test binary, built here and shared (hostCoverBin):
 // every episode's first coverage then runs it instead of building it, so a
-// new task costs one build fewer. It returns a run that did not build (and
-// builds nothing) where binaries cannot be shared or the tests do not build
-// with -cover: the caller then runs go test.
+// new task costs one build fewer; a later check of the task (a later run's)
+// finds it built and builds nothing. It returns a run that did not build
+// (and builds nothing) where binaries cannot be shared or the tests do not
+// build with -cover: the caller then runs go test.
 func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, error) {
 	hostBin := h.hostCoverBin(sb, t)
 	if hostBin == "" {
 		return testRun{}, nil
 	}
 	dir := t.Dir()
-	r, err := h.buildCover(ctx, sb, dir)
-	if err != nil || r.exit != 0 || r.timedOut {
-		return testRun{}, err
+	bin, found := "", false
+	if _, err := os.Stat(hostBin); err == nil {
+		bin, found = sb.(env.HostPaths).HostPath(hostBin)
 	}
-	tr, err := h.runBinary(ctx, sb, dir, upTo(dir)+coverBin, t.Tests(), h.cfg.TestTimeout)
+	if !found {
+		r, err := h.buildCover(ctx, sb, dir)
+		if err != nil || r.exit != 0 || r.timedOut {
+			return testRun{}, err
+		}
+		bin = upTo(dir) + coverBin
+	}
+	tr, err := h.runBinary(ctx, sb, dir, bin, t.Tests(), h.cfg.TestTimeout)
 	if err != nil {
 		return testRun{}, err
 	}
 	if tr.died || tr.unfinished {
 		return testRun{}, nil // let go test say what happened
+	}
+	if found {
+		return tr, nil
 	}
 	if data, err := sb.ReadFile(ctx, coverBin); err == nil {
 		writeShared(h.cfg.BinCache, hostBin, data, 0o555)
@@ -1367,6 +1397,12 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	}
 	if p := without(t.Tests(), good.passed); len(p) > 0 {
 		problems = append(problems, "with the gold patch, tests did not pass: "+strings.Join(p, " "))
+	} else {
+		var took time.Duration
+		for _, name := range t.Tests() {
+			took += good.elapsed[name]
+		}
+		h.goldTime.Store(t.ID, took)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("task %s: %w: %s", t.ID, synth.ErrQuarantined, strings.Join(problems, "; "))

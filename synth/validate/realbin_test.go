@@ -89,6 +89,18 @@ func TestRealBuildsSharedByTree(t *testing.T) {
 	if st := plain.Stats(); st.RealBuilds != 0 || st.RealShared != 0 {
 		t.Fatalf("with no binary cache: %d real builds, %d shared; want go test (0, 0)", st.RealBuilds, st.RealShared)
 	}
+	// Each check timed the gold patch's tests, from the shared binary and
+	// from go test: the tries' time limit is the tighter one.
+	for _, h := range []*Harness{shared, plain} {
+		for _, task := range []*env.Task{maxTask, absTask} {
+			if _, ok := h.goldTime.Load(task.ID); !ok {
+				t.Errorf("task %s: the check did not time the gold patch's tests", task.ID)
+			}
+			if got := h.tryTimeout(task, env.TestReport{}); got >= time.Second {
+				t.Errorf("task %s: try limit %v after the check; want under a second", task.ID, got)
+			}
+		}
+	}
 
 	verdict := func(h *Harness, dir string, task *env.Task, calc string) bool {
 		t.Helper()
@@ -181,9 +193,9 @@ func TestRunTestsFromSharedBinaries(t *testing.T) {
 }
 
 // TestLaterHarnessBuildsNothing: a harness that starts over the binary
-// cache an earlier one filled (a later run on the same store) answers the
-// starting state's run_tests and verdict, and an exact fix's verdict,
-// with no build at all, and as the earlier one did.
+// cache an earlier one filled (a later run on the same store) checks the
+// task and answers the starting state's run_tests and verdict, and an
+// exact fix's verdict, with no build at all, and as the earlier one did.
 func TestLaterHarnessBuildsNothing(t *testing.T) {
 	maxDir, maxTask := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
 	ws := moduleWorkspaces{maxTask.ID: maxDir}
@@ -195,6 +207,11 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := NewHarness(ws, HarnessConfig{BinCache: bins})
+	// A later run checks its tasks again: from the binaries the first
+	// check left, of the bug's tree and the gold patch's.
+	if err := later.Check(ctx, laidOut(t, maxDir), maxTask, map[string][]byte{"calc/calc.go": []byte(src)}); err != nil {
+		t.Fatal(err)
+	}
 	for _, h := range []*Harness{first, later} {
 		sb := laidOut(t, maxDir)
 		ep := env.NewEpisode(maxTask, env.RunOptions{MaxSteps: 5, Harness: h})
@@ -220,18 +237,32 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 }
 
 // TestTimeLimits: a try gets ten times the deciding tests' time and a
-// second, a verdict two, neither more than the test timeout.
+// second, a verdict two, neither more than the test timeout; once the
+// task's check has timed the gold patch's tests, ten times the longer of
+// the two times and a quarter of a second (two for a verdict).
 func TestTimeLimits(t *testing.T) {
 	h := NewHarness(moduleWorkspaces{}, HarnessConfig{TestTimeout: 5 * time.Second})
+	task := &env.Task{ID: "t"}
 	rep := env.TestReport{Tests: []env.TestResult{{Name: "TestA", Seconds: 0.1}, {Name: "TestB", Seconds: 0.05}}}
-	if got, want := h.tryTimeout(rep), 2500*time.Millisecond; got != want {
+	if got, want := h.tryTimeout(task, rep), 2500*time.Millisecond; got != want {
 		t.Errorf("try limit %v; want %v", got, want)
 	}
-	if got, want := h.verdictTimeout(rep), 3500*time.Millisecond; got != want {
+	if got, want := h.verdictTimeout(task, rep), 3500*time.Millisecond; got != want {
 		t.Errorf("verdict limit %v; want %v", got, want)
 	}
+	h.goldTime.Store(task.ID, 20*time.Millisecond) // the fix is faster than the bug
+	if got, want := h.tryTimeout(task, rep), 1750*time.Millisecond; got != want {
+		t.Errorf("try limit with the gold time known %v; want %v", got, want)
+	}
+	h.goldTime.Store(task.ID, 200*time.Millisecond) // slower
+	if got, want := h.tryTimeout(task, rep), 2250*time.Millisecond; got != want {
+		t.Errorf("try limit with the gold time known %v; want %v", got, want)
+	}
+	if got, want := h.verdictTimeout(task, rep), 4*time.Second; got != want {
+		t.Errorf("verdict limit with the gold time known %v; want %v", got, want)
+	}
 	rep.Tests[0].Seconds = 1
-	if got := h.verdictTimeout(rep); got != 5*time.Second {
+	if got := h.verdictTimeout(task, rep); got != 5*time.Second {
 		t.Errorf("verdict limit %v; want the test timeout, 5s", got)
 	}
 }

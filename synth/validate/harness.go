@@ -1348,7 +1348,9 @@ func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, dir string) (r
 // Check verifies, in sb laid out with task's workspace, that the task holds
 // up: with the bug its FAIL_TO_PASS tests fail and its PASS_TO_PASS tests
 // pass, and with fixed (the files of its gold patch) written over it every
-// deciding test passes. A task that does not gives an error wrapping
+// deciding test passes. On the way it measures the starting state's
+// coverage into the outcome cache (what every episode asks first). A task
+// that does not gives an error wrapping
 // synth.ErrQuarantined that says which tests did what. sb is left with the
 // fix written: use a sandbox of its own.
 func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
@@ -1379,6 +1381,16 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 		}
 		if p := without(t.PassToPass, bad.passed); len(p) > 0 {
 			problems = append(problems, "with the bug, PASS_TO_PASS tests did not pass: "+strings.Join(p, " "))
+		}
+	}
+	// Every episode of the task starts by measuring its coverage (the
+	// baselines do): measured here, it is an answer in the outcome cache
+	// when they ask, instead of one computation the first episodes of a
+	// group all wait for, a core idle meanwhile. Checks run side by side.
+	// A failure here only leaves the episodes to measure it themselves.
+	if len(problems) == 0 {
+		if _, _, err := h.Coverage(ctx, sb, env.NewWorkspace(t), nil); err != nil && ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
 	for f, data := range fixed {

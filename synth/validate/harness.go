@@ -1348,11 +1348,11 @@ func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, dir string) (r
 // Check verifies, in sb laid out with task's workspace, that the task holds
 // up: with the bug its FAIL_TO_PASS tests fail and its PASS_TO_PASS tests
 // pass, and with fixed (the files of its gold patch) written over it every
-// deciding test passes. On the way it measures the starting state's
-// coverage into the outcome cache (what every episode asks first). A task
-// that does not gives an error wrapping
-// synth.ErrQuarantined that says which tests did what. sb is left with the
-// fix written: use a sandbox of its own.
+// deciding test passes. A task that does not gives an error wrapping
+// synth.ErrQuarantined that says which tests did what. On the way it
+// measures the starting state's coverage into the outcome cache (what
+// every episode asks first). sb is left with the fix written: use a
+// sandbox of its own.
 func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
 	t := task
 	run := func() (testRun, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -89,7 +90,7 @@ cache with the tasks' packages, making the first pass less cold).`,
 	f.IntVar(&o.groupSize, "group-size", 8, "episodes per task in the episodes/s passes")
 	f.IntVar(&o.tries, "tries", 10, "most tries per episode in the episodes/s passes")
 	f.StringVar(&o.policy, "policy", "random", "policy of the episodes/s passes")
-	f.IntVar(&o.concurrency, "concurrency", 4, "episodes at once in the episodes/s passes")
+	f.IntVar(&o.concurrency, "concurrency", playConcurrency(), "episodes at once in the episodes/s passes (as frog eval plays them)")
 	f.IntVar(&o.opens, "opens", 10, "sandbox opens timed each way")
 	o.sandbox.flags(f, "process")
 	o.taskOpts.flags(f)
@@ -190,7 +191,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	// A later run checks its tasks as every run does (what the tries'
 	// time limits learn from): timed apart, as the first run's check is.
 	laterCheck := time.Now()
-	source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, o.concurrency)
+	source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, min(o.concurrency, 2*runtime.NumCPU()))
 	rep.Check.LaterSeconds = time.Since(laterCheck).Seconds()
 	for _, pass := range []struct {
 		name string

@@ -87,7 +87,7 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 	f.IntVar(&o.Sample, "sample", 0, "evaluate a seeded random sample of N tasks of the store (the same for every run; 0: all)")
 	f.BoolVar(&o.Ceiling, "ceiling", true, "also measure the candidate-space ceiling on the same tasks")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws")
-	f.IntVar(&o.Concurrency, "concurrency", 2*runtime.NumCPU(), "episodes running at once")
+	f.IntVar(&o.Concurrency, "concurrency", playConcurrency(), "episodes running at once (each holds a sandbox); the tasks' checks run at most 2 per core")
 	f.IntVar(&o.MaxSteps, "max-steps", 0, "most actions per episode (0: --tries + 12)")
 	f.StringVar(&o.Trajectory, "trajectories", "", "write every episode (its steps, candidates and decisions) under this directory, a subdirectory a policy: DIR/<policy>/shard-NNNNN.jsonl")
 	o.Sandbox.flags(f, "process")
@@ -292,10 +292,21 @@ func policyDirName(name string) string {
 	return strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(name)
 }
 
-// checkTasks checks every record's task (concurrently, n at a time) and
-// returns those that hold up, labelled for the report, and the ids of the
-// quarantined ones. A fault of the machine ends it with the error.
+// playConcurrency is how many episodes of real tasks a frozen policy plays
+// at once by default: 6 a core. The episodes of a group wait on each
+// other's shared work (its first run of the tests, a schema build: one
+// computes, the rest take its answer) and on their commands, so with 2 a
+// core a third of the CPU stood idle; with 6 the next group's episodes run
+// meanwhile (`frog bench tries`, docs/episodes.md). Training keeps 2 a
+// core: its batch of groups per update follows from its concurrency.
+func playConcurrency() int { return 6 * runtime.NumCPU() }
+
+// checkTasks checks every record's task (concurrently, n at a time, at
+// most 2 a core: a check builds) and returns those that hold up, labelled
+// for the report, and the ids of the quarantined ones. A fault of the
+// machine ends it with the error.
 func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
+	n = min(n, 2*runtime.NumCPU())
 	ptrs := make([]*env.Task, len(recs))
 	for i := range recs {
 		ptrs[i] = &recs[i].Task

@@ -1119,7 +1119,8 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 			return false, 0, err
 		}
 		// A fix that makes a test loop fails in a bounded time: ten times the
-		// tests' time at the start, when known.
+		// tests' time at the start (or with the gold patch, if longer), when
+		// known (verdictTimeout).
 		limit := h.cfg.TestTimeout
 		if v, ok := h.cache.get(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash); ok {
 			limit = h.verdictTimeout(t, v.(env.TestReport))

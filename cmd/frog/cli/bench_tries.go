@@ -162,9 +162,12 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	defer release()
 	checkStart := time.Now()
 	considered := recs[:min(len(recs), 4*o.limit)]
-	checked, _, err := checkTasks(ctx, tenv, considered, o.concurrency, log)
+	checked, quarantined, err := checkTasks(ctx, tenv, considered, o.concurrency, log)
 	if err != nil {
 		return err
+	}
+	if len(checked) == 0 {
+		return fmt.Errorf("no task of the %d considered holds up (all quarantined: %s)", len(considered), strings.Join(quarantined, ", "))
 	}
 	var rep benchTriesReport
 	rep.Check = checkBench{Tasks: len(considered), Seconds: time.Since(checkStart).Seconds()}

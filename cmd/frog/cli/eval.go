@@ -298,7 +298,8 @@ func policyDirName(name string) string {
 // computes, the rest take its answer) and on their commands, so with 2 a
 // core a third of the CPU stood idle; with 6 the next group's episodes run
 // meanwhile (`frog bench tries`, docs/episodes.md). Training keeps 2 a
-// core: its batch of groups per update follows from its concurrency.
+// core: more gained it nothing measurable there, and would play more
+// episodes of older policies.
 func playConcurrency() int { return 6 * runtime.NumCPU() }
 
 // checkTasks checks every record's task (concurrently, n at a time, at

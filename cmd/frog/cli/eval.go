@@ -296,10 +296,10 @@ func policyDirName(name string) string {
 // at once by default: 6 a core. The episodes of a group wait on each
 // other's shared work (its first run of the tests, a schema build: one
 // computes, the rest take its answer) and on their commands, so with 2 a
-// core a third of the CPU stood idle; with 6 the next group's episodes run
-// meanwhile (`frog bench tries`, docs/episodes.md). Training keeps 2 a
-// core: more gained it nothing measurable there, and would play more
-// episodes of older policies.
+// core a quarter to a third of the CPU stood idle; with 6 the next
+// group's episodes run meanwhile (`frog bench tries`, docs/episodes.md).
+// Training keeps 2 a core: more gained it nothing measurable there, and
+// would play more episodes of older policies.
 func playConcurrency() int { return 6 * runtime.NumCPU() }
 
 // checkTasks checks every record's task (concurrently, n at a time, at

@@ -22,17 +22,16 @@ func TestConformance(t *testing.T) {
 		name            string
 		unshare, userNS bool
 	}{{"unshare", true, false}, {"unshare+userns", true, true}, {"no-unshare", false, false}} {
-		unshare := v.unshare
 		t.Run(v.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Unshare, cfg.UserNamespace = unshare, v.userNS
+			cfg.Unshare, cfg.UserNamespace = v.unshare, v.userNS
 			p, err := New(cfg, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("isolation: %s", p.Isolation())
 			unshared := strings.HasPrefix(p.Isolation(), "commands run in new")
-			if unshared != unshare && os.Getenv("CI") == "true" {
+			if unshared != v.unshare && os.Getenv("CI") == "true" {
 				t.Logf("namespaces unavailable here: %s", p.Isolation())
 			}
 			caps := envtest.Capabilities{Exec: true, Files: true, KillsEscapees: unshared, NoNetwork: unshared, HostIP: "127.0.0.1"}
@@ -66,7 +65,8 @@ func TestUserNamespace(t *testing.T) {
 				t.Skipf("no namespaces here: %s", p.Isolation())
 			}
 			uidMap := execOut(t, p, "cat", "/proc/self/uid_map")
-			inNew := len(strings.Fields(uidMap)) == 3 && strings.Fields(uidMap)[2] == "1"
+			f := strings.Fields(uidMap)
+			inNew := len(f) == 3 && f[2] == "1"
 			want := asked || os.Geteuid() != 0
 			if inNew != want || strings.HasPrefix(p.Isolation(), "commands run in new user") != want {
 				t.Errorf("euid %d, asked %v: uid_map %q, isolation %q; want a new user namespace: %v",

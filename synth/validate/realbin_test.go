@@ -140,15 +140,22 @@ func TestRealBuildsSharedByTree(t *testing.T) {
 	}
 }
 
+// maxFixture is the tiny module's task whose bug turns Max's comparison:
+// its layout, the task, workspaces that know it, and calc.go as
+// published (the gold patch's file).
+func maxFixture(t *testing.T) (string, *env.Task, moduleWorkspaces, string) {
+	t.Helper()
+	dir, task := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
+	return dir, task, moduleWorkspaces{task.ID: dir}, string(mustRead(t, tinyModule, "calc/calc.go"))
+}
+
 // TestRunTestsFromSharedBinaries: run_tests answered from a tree's shared
 // binary reports what go test reports (statuses, the failure's message
 // and line, a build's errors), and a second harness on the same binary
 // cache builds again only the tree that does not compile (that outcome is
 // kept in memory: a machine's fault can look like a failed build).
 func TestRunTestsFromSharedBinaries(t *testing.T) {
-	maxDir, maxTask := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
-	ws := moduleWorkspaces{maxTask.ID: maxDir}
-	src := string(mustRead(t, tinyModule, "calc/calc.go"))
+	maxDir, maxTask, ws, src := maxFixture(t)
 	ctx := context.Background()
 	bins := t.TempDir()
 	run := func(h *Harness, calc string) env.TestReport {
@@ -197,19 +204,18 @@ func TestRunTestsFromSharedBinaries(t *testing.T) {
 // task and answers the starting state's run_tests and verdict, and an
 // exact fix's verdict, with no build at all, and as the earlier one did.
 func TestLaterHarnessBuildsNothing(t *testing.T) {
-	maxDir, maxTask := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
-	ws := moduleWorkspaces{maxTask.ID: maxDir}
-	src := string(mustRead(t, tinyModule, "calc/calc.go"))
+	maxDir, maxTask, ws, src := maxFixture(t)
+	gold := map[string][]byte{"calc/calc.go": []byte(src)}
 	ctx := context.Background()
 	bins := t.TempDir()
 	first := NewHarness(ws, HarnessConfig{BinCache: bins})
-	if err := first.Check(ctx, laidOut(t, maxDir), maxTask, map[string][]byte{"calc/calc.go": []byte(src)}); err != nil {
+	if err := first.Check(ctx, laidOut(t, maxDir), maxTask, gold); err != nil {
 		t.Fatal(err)
 	}
 	later := NewHarness(ws, HarnessConfig{BinCache: bins})
 	// A later run checks its tasks again: from the binaries the first
 	// check left, of the bug's tree and the gold patch's.
-	if err := later.Check(ctx, laidOut(t, maxDir), maxTask, map[string][]byte{"calc/calc.go": []byte(src)}); err != nil {
+	if err := later.Check(ctx, laidOut(t, maxDir), maxTask, gold); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range []*Harness{first, later} {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -194,7 +193,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	// A later run checks its tasks as every run does (what the tries'
 	// time limits learn from): timed apart, as the first run's check is.
 	laterCheck := time.Now()
-	source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, min(o.concurrency, 2*runtime.NumCPU()))
+	source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
 	rep.Check.LaterSeconds = time.Since(laterCheck).Seconds()
 	for _, pass := range []struct {
 		name string

@@ -302,12 +302,16 @@ func policyDirName(name string) string {
 // would play more episodes of older policies.
 func playConcurrency() int { return 6 * runtime.NumCPU() }
 
-// checkTasks checks every record's task (concurrently, n at a time, at
-// most 2 a core: a check builds) and returns those that hold up, labelled
-// for the report, and the ids of the quarantined ones. A fault of the
-// machine ends it with the error.
+// checkConcurrency is how many of n tasks' checks run at once: at most 2
+// a core, since a check builds.
+func checkConcurrency(n int) int { return min(n, 2*runtime.NumCPU()) }
+
+// checkTasks checks every record's task (concurrently, n at a time, within
+// checkConcurrency) and returns those that hold up, labelled for the
+// report, and the ids of the quarantined ones. A fault of the machine ends
+// it with the error.
 func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
-	n = min(n, 2*runtime.NumCPU())
+	n = checkConcurrency(n)
 	ptrs := make([]*env.Task, len(recs))
 	for i := range recs {
 		ptrs[i] = &recs[i].Task

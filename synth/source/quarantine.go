@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -53,7 +54,9 @@ func (q *Quarantine) Check(ctx context.Context, t *env.Task) error {
 	if done {
 		return err
 	}
+	start := time.Now()
 	err = q.check(ctx, t)
+	q.log.Debug().Str("task", t.ID).Dur("took", time.Since(start)).Err(err).Msg("task checked")
 	if err != nil && !errors.Is(err, synth.ErrQuarantined) {
 		return err // not a verdict on the task
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -64,7 +65,10 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
                its tasks' share of it: every new task of a run pays it once.
 
 --per-task 0 skips the tries/s comparison (which also warms the Go build
-cache with the tasks' packages, making the first pass less cold).`,
+cache with the tasks' packages, making the first pass less cold).
+
+With --cpuprofile, frog's samples carry a label phase=check, first, second,
+later-check or later-run: go tool pprof -tagfocus=phase=first reads one.`,
 		Example: `  frog bench tries --tasks runs/tasks.jsonl
   frog bench tries --tasks runs/tasks.jsonl --limit 8 --json`,
 		Args: cobra.NoArgs,
@@ -161,7 +165,11 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	defer release()
 	checkStart := time.Now()
 	considered := recs[:min(len(recs), 4*o.limit)]
-	checked, quarantined, err := checkTasks(ctx, tenv, considered, o.concurrency, log)
+	var checked []actors.EvalTask
+	var quarantined []string
+	pprof.Do(ctx, pprof.Labels("phase", "check"), func(ctx context.Context) {
+		checked, quarantined, err = checkTasks(ctx, tenv, considered, o.concurrency, log)
+	})
 	if err != nil {
 		return err
 	}
@@ -193,7 +201,9 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	// A later run checks its tasks as every run does (what the tries'
 	// time limits learn from): timed apart, as the first run's check is.
 	laterCheck := time.Now()
-	source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
+	pprof.Do(ctx, pprof.Labels("phase", "later-check"), func(ctx context.Context) {
+		source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
+	})
 	rep.Check.LaterSeconds = time.Since(laterCheck).Seconds()
 	for _, pass := range []struct {
 		name string
@@ -202,8 +212,11 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	}{{"first", tenv.h, pol}, {"second", tenv.h, pol}, {"later-run", later, laterPol}} {
 		log.Info().Str("pass", pass.name).Msg("episodes")
 		before := pass.h.Stats()
-		e, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: checked, Samples: o.groupSize}, pass.pol,
-			actors.Deps{Provider: prov, Harness: pass.h, Log: log})
+		var e actors.EvalReport
+		pprof.Do(ctx, pprof.Labels("phase", pass.name), func(ctx context.Context) {
+			e, err = actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: checked, Samples: o.groupSize}, pass.pol,
+				actors.Deps{Provider: prov, Harness: pass.h, Log: log})
+		})
 		if err != nil {
 			return err
 		}

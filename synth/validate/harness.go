@@ -159,6 +159,12 @@ type HarnessStats struct {
 	TimedOut int64 `json:"tries_timed_out"`
 	// GoTests counts the go test runs (a build each, no binary kept).
 	GoTests int64 `json:"go_test_runs"`
+	// CoverShared and CoverAlone count the tests whose coverage was
+	// measured in one process with the others (frog's TestMain) and in a
+	// process of their own (a package with its own TestMain, a test the
+	// shared process died in).
+	CoverShared int64 `json:"cover_tests_shared"`
+	CoverAlone  int64 `json:"cover_tests_alone"`
 	// Seconds is the time spent computing the answers of each kind of call
 	// (the cache's misses; summed over concurrent episodes, so it can
 	// exceed the wall time): run (run_tests), cover (coverage: its build
@@ -170,8 +176,8 @@ type HarnessStats struct {
 }
 
 type harnessCounters struct {
-	calls, hits, waited, execs, builds, tries, realTries, verdicts atomic.Int64
-	realBuilds, realShared, timedOut, goTests                      atomic.Int64
+	calls, hits, waited, execs, builds, tries, realTries, verdicts     atomic.Int64
+	realBuilds, realShared, timedOut, goTests, coverShared, coverAlone atomic.Int64
 	// nanos is the time computing each kind of call (run, cover, cand,
 	// try, verdict, and schema-build within try), by kind.
 	nanosMu sync.Mutex
@@ -191,7 +197,8 @@ func (c *harnessCounters) spent(kind string, d time.Duration) {
 func (h *Harness) Stats() HarnessStats {
 	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Waited: h.st.waited.Load(), Executions: h.st.execs.Load(),
 		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load(),
-		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load(), GoTests: h.st.goTests.Load()}
+		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load(), GoTests: h.st.goTests.Load(),
+		CoverShared: h.st.coverShared.Load(), CoverAlone: h.st.coverAlone.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
@@ -392,7 +399,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		if p, ok := h.checkedCoverBin(sb, ws); ok {
 			bin = p // built by the task's check
 		} else {
-			r, err := h.buildCover(ctx, sb, dir)
+			r, err := h.buildCover(ctx, sb, ws)
 			if err != nil {
 				return env.CoverageReport{}, 0, err
 			}
@@ -402,7 +409,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		}
 		rep := env.CoverageReport{Tests: map[string][]int{}, Passed: map[string]bool{}}
 		index := map[env.Block]int{}
-		runs, err := coverEach(ctx, sb, dir, bin, ".frog/cov", upTo(dir)+".frog/cov", tests, h.cfg.TestTimeout)
+		runs, err := coverTests(ctx, sb, dir, bin, ".frog/cov", upTo(dir)+".frog/cov", tests, h.cfg.TestTimeout)
 		if err != nil {
 			return env.CoverageReport{}, 0, err
 		}
@@ -412,16 +419,17 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 			if run.Ran {
 				execs++
 			}
+			if run.Alone {
+				h.st.coverAlone.Add(1)
+			} else if run.Ran {
+				h.st.coverShared.Add(1)
+			}
 			rep.Passed[test] = run.Ran && run.Exit == 0
-			if run.Profile == nil {
+			if !run.Profiled {
 				continue // the binary died before writing its profile
 			}
-			blocks, err := parseProfile(run.Profile)
-			if err != nil {
-				continue
-			}
 			var ix []int
-			for _, b := range blocks {
+			for _, b := range run.Blocks {
 				eb := env.Block{File: path.Join(dir, b.File), Start: b.StartLine, End: b.EndLine}
 				i, ok := index[eb]
 				if !ok {
@@ -1255,7 +1263,7 @@ func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 	if _, ok := sb.(env.HostPaths); !ok || h.cfg.BinCache == "" {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key(t.ID, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover")+".test")
+	return filepath.Join(h.cfg.BinCache, key(t.ID, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-each")+".test")
 }
 
 // checkBug runs the deciding tests of task t with the bug from the
@@ -1276,7 +1284,7 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 		bin, found = sb.(env.HostPaths).HostPath(hostBin)
 	}
 	if !found {
-		r, err := h.buildCover(ctx, sb, dir)
+		r, err := h.buildCover(ctx, sb, env.NewWorkspace(t))
 		if err != nil || r.exit != 0 || r.timedOut {
 			return testRun{}, err
 		}
@@ -1340,10 +1348,26 @@ func (h *Harness) checkedRun(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 // to the workspace.
 const coverBin = ".frog/cover.test"
 
-// buildCover builds the coverage test binary of package dir at coverBin.
-func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, dir string) (runResult, error) {
+// buildCover builds the coverage test binary of ws's package at
+// coverBin, with frog's TestMain (coverTests) unless the package has its
+// own.
+func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (runResult, error) {
 	defer func(start time.Time) { h.st.spent("cover-build", time.Since(start)) }(time.Now())
-	return h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-cover", "-ldflags=-s -w", "-o", coverBin, "./"+dir)
+	dir := ws.Task.Dir()
+	var ov string
+	if src, err := currentFile(ctx, sb, ws, ws.Task.File); err == nil {
+		if pkg := packageName(src); pkg != "" {
+			write := func(rel string, data []byte) error { return sb.WriteFile(ctx, rel, data) }
+			if ov, err = writeCoverMain(write, dir, pkg); err != nil {
+				return runResult{}, err
+			}
+		}
+	}
+	r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuildArgs("./"+dir, coverBin, ov)...)
+	if err == nil && ov != "" && r.exit != 0 && ownTestMain(r.out) {
+		return h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuildArgs("./"+dir, coverBin, "")...)
+	}
+	return r, err
 }
 
 // Check verifies, in sb laid out with task's workspace, that the task holds

@@ -290,7 +290,15 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 
 func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, error) {
 	bin := ".frog/cover.test"
-	r, err := v.goCmd(ctx, "test", "-c", "-vet=off", "-cover", "-o", bin, p.Rel)
+	write := func(rel string, data []byte) error { return v.sb.WriteFile(ctx, v.path(rel), data) }
+	ov, err := writeCoverMain(write, p.Rel, p.src.name)
+	if err != nil {
+		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
+	}
+	r, err := v.goCmd(ctx, coverBuildArgs(p.Rel, bin, ov)...)
+	if err == nil && r.exit != 0 && ownTestMain(r.out) {
+		r, err = v.goCmd(ctx, coverBuildArgs(p.Rel, bin, "")...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
 	}
@@ -298,7 +306,7 @@ func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, err
 		return nil, fmt.Errorf("coverage build of %s: %s", p.Rel, truncate(string(r.out), 2000))
 	}
 	cov := &CoverageMap{Tests: map[string][]Block{}}
-	runs, err := coverEach(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+bin, v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, v.cfg.BuildTimeout)
+	runs, err := coverTests(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+bin, v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, v.cfg.BuildTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("coverage of %s: %w", p.Rel, err)
 	}
@@ -306,14 +314,10 @@ func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, err
 		if !runs[i].Ran || runs[i].Exit != 0 {
 			continue // flaky after all; it covers nothing we trust
 		}
-		if runs[i].Profile == nil {
+		if !runs[i].Profiled {
 			return nil, fmt.Errorf("coverage of %s %s: the test passed and wrote no profile", p.Rel, t)
 		}
-		blocks, err := parseProfile(runs[i].Profile)
-		if err != nil {
-			return nil, fmt.Errorf("coverage of %s %s: %w", p.Rel, t, err)
-		}
-		cov.Tests[t] = blocks
+		cov.Tests[t] = runs[i].Blocks
 	}
 	return cov, nil
 }

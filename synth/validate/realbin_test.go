@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/frognano/frog/env"
 )
 
@@ -217,6 +219,21 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 	// check left, of the bug's tree and the gold patch's.
 	if err := later.Check(ctx, laidOut(t, maxDir), maxTask, gold); err != nil {
 		t.Fatal(err)
+	}
+	// ... and the starting state's coverage the first check measured.
+	if s := later.Stats(); s.CoverShared+s.CoverAlone != 0 {
+		t.Errorf("the later check measured coverage again (%d tests); want the first check's read back", s.CoverShared+s.CoverAlone)
+	}
+	var covs []env.CoverageReport
+	for _, h := range []*Harness{first, later} {
+		rep, cost, err := h.Coverage(ctx, laidOut(t, maxDir), env.NewWorkspace(maxTask), nil)
+		if err != nil || cost.Executions != 0 || len(rep.Tests) == 0 {
+			t.Fatalf("coverage of the starting state: %v, %d runs, %d tests; want cached, of every test", err, cost.Executions, len(rep.Tests))
+		}
+		covs = append(covs, rep)
+	}
+	if diff := cmp.Diff(covs[0], covs[1]); diff != "" {
+		t.Errorf("the later harness's coverage differs from the first's (-first +later):\n%s", diff)
 	}
 	for _, h := range []*Harness{first, later} {
 		sb := laidOut(t, maxDir)

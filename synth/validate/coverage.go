@@ -138,6 +138,23 @@ func (c *CoverageMap) OchiaiRank(file string, lo, hi int, failing, passing []str
 // parseProfile reads the blocks a cover profile records as executed.
 func parseProfile(data []byte) ([]Block, error) {
 	var blocks []Block
+	err := readProfile(data, func(b Block, count int) {
+		if count > 0 {
+			blocks = append(blocks, b)
+		}
+	})
+	return blocks, err
+}
+
+// profileCounts reads a cover profile's count of each block.
+func profileCounts(data []byte) (map[Block]int, error) {
+	counts := map[Block]int{}
+	err := readProfile(data, func(b Block, count int) { counts[b] += count })
+	return counts, err
+}
+
+// readProfile calls f with each block of a cover profile and its count.
+func readProfile(data []byte, f func(Block, int)) error {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
@@ -148,21 +165,18 @@ func parseProfile(data []byte) ([]Block, error) {
 		i := strings.LastIndexByte(line, ':')
 		fields := strings.Fields(line[i+1:])
 		if i < 0 || len(fields) != 3 {
-			return nil, fmt.Errorf("cover profile line %d: malformed %q", n, line)
+			return fmt.Errorf("cover profile line %d: malformed %q", n, line)
 		}
 		count, err := strconv.Atoi(fields[2])
 		if err != nil {
-			return nil, fmt.Errorf("cover profile line %d: %w", n, err)
-		}
-		if count == 0 {
-			continue
+			return fmt.Errorf("cover profile line %d: %w", n, err)
 		}
 		var b Block
 		if _, err := fmt.Sscanf(fields[0], "%d.%d,%d.%d", &b.StartLine, &b.StartCol, &b.EndLine, &b.EndCol); err != nil {
-			return nil, fmt.Errorf("cover profile line %d: %w", n, err)
+			return fmt.Errorf("cover profile line %d: %w", n, err)
 		}
 		b.File = path.Base(line[:i])
-		blocks = append(blocks, b)
+		f(b, count)
 	}
-	return blocks, sc.Err()
+	return sc.Err()
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,17 +35,20 @@ type testCover struct {
 // TestMain of frog's (coverMainSource, laid over the package with
 // -overlay) that, when FROG_COVER_EACH names a list of -test.run patterns,
 // runs each with m.Run in turn and appends the binary's coverage counters
-// after each to one file (runtime/coverage writes them for -covermode=
-// atomic only); the counters' growth over a test is what it executed,
-// plus what ran before the first (package init, which a process a test
-// counts in every test). Otherwise it is m.Run, as the testing package's
+// after each to one file (as the cover profile m.Run writes, -covermode=
+// count, which it writes once an M: frog resets M's sync.Once for it);
+// the counts' growth over a test is what it executed, plus what ran
+// before the first (package init, which a process a test counts in every
+// test). Otherwise it is m.Run, as the testing package's
 // own main is. Tests share the process as they do under go test: one that
 // sets up state lazily (a sync.Once) is credited with it alone, and a
-// goroutine a test leaves running is credited to the tests after it. A
+// goroutine a test leaves running is credited to the tests after it; a
+// test that fails there runs again alone, and that run stands (pflag's
+// TestEverything fails after tests that set its flags). A
 // test the binary dies in (a panic, os.Exit, a time-out) runs again alone,
 // and the tests after it in one process again; a package with a TestMain
-// of its own, or data decodeCovMeta cannot read: its tests run a process
-// each, with text profiles, as before.
+// of its own, or a testing package whose M has no afterOnce: its tests run a process
+// each, as before.
 
 // coverMainFile is the name of frog's TestMain file in the package.
 const coverMainFile = "frog_cover_main_test.go"
@@ -58,13 +60,15 @@ func coverMainSource(pkg string) []byte {
 package ` + pkg + `
 
 import (
-	frogbytes "bytes"
+	frogerrors "errors"
 	frogflag "flag"
 	frogfmt "fmt"
 	frogos "os"
-	frogcov "runtime/coverage"
+	frogreflect "reflect"
 	frogstrings "strings"
+	frogsync "sync"
 	frogtesting "testing"
+	frogunsafe "unsafe"
 )
 
 func TestMain(m *frogtesting.M) {
@@ -73,37 +77,41 @@ func TestMain(m *frogtesting.M) {
 		frogos.Exit(m.Run())
 	}
 	frogflag.Parse()
+	fail := func(err error) {
+		frogfmt.Fprintln(frogos.Stderr, "frog cover-each:", err)
+		frogos.Exit(97)
+	}
 	pats, err := frogos.ReadFile(list)
 	if err != nil {
-		frogfmt.Fprintln(frogos.Stderr, "frog cover-each:", err)
-		frogos.Exit(97)
+		fail(err)
 	}
-	out, err := frogos.Create(frogos.Getenv("FROG_COVER_OUT"))
+	dst := frogos.Getenv("FROG_COVER_OUT")
+	out, err := frogos.Create(dst)
 	if err != nil {
-		frogfmt.Fprintln(frogos.Stderr, "frog cover-each:", err)
-		frogos.Exit(97)
+		fail(err)
 	}
-	var buf frogbytes.Buffer
-	record := func(head string, write func(*frogbytes.Buffer) error) {
-		buf.Reset()
-		if err := write(&buf); err != nil {
-			frogfmt.Fprintln(frogos.Stderr, "frog cover-each:", err)
-			frogos.Exit(97)
-		}
-		frogfmt.Fprintf(out, "%s %d\n", head, buf.Len())
-		out.Write(buf.Bytes())
+	// m.Run writes the cover profile once (a sync.Once of M's): run once
+	// a test, that Once is reset before each.
+	once := frogreflect.ValueOf(m).Elem().FieldByName("afterOnce")
+	if !once.IsValid() || once.Type() != frogreflect.TypeOf(frogsync.Once{}) {
+		fail(frogerrors.New("testing.M has no afterOnce"))
 	}
-	// The binary's meta-data hash is computed as the first m.Run ends:
-	// one that runs no test.
-	frogflag.Set("test.run", "^$")
-	m.Run()
-	counters := func(b *frogbytes.Buffer) error { return frogcov.WriteCounters(b) }
-	record("meta", func(b *frogbytes.Buffer) error { return frogcov.WriteMeta(b) })
-	record("start", counters)
-	for i, pat := range frogstrings.Split(frogstrings.TrimSpace(string(pats)), "\n") {
+	prof := dst + ".prof"
+	run := func(head, pat string) {
 		frogflag.Set("test.run", pat)
+		frogflag.Set("test.coverprofile", prof)
+		*(*frogsync.Once)(frogunsafe.Pointer(once.UnsafeAddr())) = frogsync.Once{}
 		code := m.Run()
-		record(frogfmt.Sprintf("test %d %d", i, code), counters)
+		data, err := frogos.ReadFile(prof)
+		if err != nil {
+			fail(err)
+		}
+		frogfmt.Fprintf(out, "%s %d %d\n", head, code, len(data))
+		out.Write(data)
+	}
+	run("start", "^$")
+	for i, pat := range frogstrings.Split(frogstrings.TrimSpace(string(pats)), "\n") {
+		run(frogfmt.Sprint("test ", i), pat)
 	}
 	out.Close()
 	frogos.Exit(0)
@@ -115,7 +123,7 @@ func TestMain(m *frogtesting.M) {
 // coverage test binary at bin; ov, when not "", is the overlay that adds
 // frog's TestMain (writeCoverMain).
 func coverBuildArgs(dir, bin, ov string) []string {
-	args := []string{"test", "-c", "-vet=off", "-covermode=atomic", "-ldflags=-s -w", "-o", bin}
+	args := []string{"test", "-c", "-vet=off", "-covermode=count", "-ldflags=-s -w", "-o", bin}
 	if ov != "" {
 		args = append(args, "-overlay", ov)
 	}
@@ -173,11 +181,11 @@ func coverOnce(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir st
 	return res, started, nil
 }
 
-// readCoverOnce reads the records coverMainSource wrote for n tests;
-// started says it read those before the first.
+// readCoverOnce reads the records coverMainSource wrote for n tests
+// (each a cover profile of the counts so far); started says it read the
+// one before the first.
 func readCoverOnce(raw []byte, n int) (res []testCover, started bool) {
-	var meta covMeta
-	var start, prev covCounters
+	var prev map[Block]int
 	var init []Block
 	for len(raw) > 0 && len(res) < n {
 		nl := bytes.IndexByte(raw, '\n')
@@ -185,42 +193,49 @@ func readCoverOnce(raw []byte, n int) (res []testCover, started bool) {
 			break
 		}
 		f := strings.Fields(string(raw[:nl]))
+		if len(f) < 3 {
+			break
+		}
 		size, err := strconv.Atoi(f[len(f)-1])
 		if err != nil || size < 0 || size > len(raw)-nl-1 {
 			break
 		}
-		body := raw[nl+1 : nl+1+size]
+		code, err := strconv.Atoi(f[len(f)-2])
+		if err != nil {
+			break
+		}
+		counts, err := profileCounts(raw[nl+1 : nl+1+size])
 		raw = raw[nl+1+size:]
+		if err != nil {
+			break
+		}
 		switch {
-		case f[0] == "meta" && len(f) == 2:
-			if meta, err = decodeCovMeta(body); err != nil {
-				return nil, false
+		case f[0] == "start" && len(f) == 3 && prev == nil:
+			for b, c := range counts {
+				if c > 0 {
+					init = append(init, b)
+				}
 			}
-		case f[0] == "start" && len(f) == 2 && meta != nil:
-			if start, err = decodeCovCounters(body); err != nil {
-				return nil, false
+			prev = counts
+		case f[0] == "test" && len(f) == 4 && prev != nil && f[1] == strconv.Itoa(len(res)):
+			var blocks []Block
+			for b, c := range counts {
+				if c > prev[b] {
+					blocks = append(blocks, b)
+				}
 			}
-			init, prev = meta.executed(nil, start), start
-		case f[0] == "test" && len(f) == 4 && start != nil:
-			i, err1 := strconv.Atoi(f[1])
-			code, err2 := strconv.Atoi(f[2])
-			cur, err3 := decodeCovCounters(body)
-			if err1 != nil || err2 != nil || err3 != nil || i != len(res) {
-				return res, true
-			}
-			blocks := meta.executed(prev, cur)
 			for _, b := range init {
-				if !slices.Contains(blocks, b) {
+				if counts[b] == prev[b] {
 					blocks = append(blocks, b)
 				}
 			}
 			res = append(res, testCover{Ran: true, Exit: code, Profiled: true, Blocks: blocks})
-			prev = cur
+			prev = counts
 		default:
-			return res, start != nil
+			return res, prev != nil
 		}
 	}
-	return res, start != nil
+	return res, prev != nil
 }
 
 // coverTests runs each of tests under the coverage test binary bin, as
@@ -248,7 +263,31 @@ func coverTests(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir s
 	if err != nil {
 		return nil, err
 	}
-	return append(res, rest...), nil
+	res = append(res, rest...)
+	// A test that failed beside the others may fail only there (one that
+	// wants the package's state as it starts, after tests that change
+	// it): each runs again alone, and that run stands.
+	var again []int
+	for i, r := range res {
+		if r.Ran && r.Exit != 0 && !r.Alone {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return res, nil
+	}
+	names := make([]string, len(again))
+	for j, i := range again {
+		names[j] = tests[i]
+	}
+	alone, err := coverEach(ctx, sb, dir, bin, out, outFromDir, names, timeout)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range again {
+		res[i] = alone[j]
+	}
+	return res, nil
 }
 
 // coverEach runs each of tests alone under the coverage test binary bin,

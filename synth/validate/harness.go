@@ -1263,7 +1263,7 @@ func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 	if _, ok := sb.(env.HostPaths); !ok || h.cfg.BinCache == "" {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key(t.ID, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-each")+".test")
+	return filepath.Join(h.cfg.BinCache, key(t.ID, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-count")+".test")
 }
 
 // checkBug runs the deciding tests of task t with the bug from the

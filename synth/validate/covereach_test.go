@@ -30,8 +30,14 @@ func coverAgreement(t *testing.T, dir, pkg string) (once, each map[string][]Bloc
 		t.Fatalf("Prepare: %v", err)
 	}
 	t.Logf("%s: %d stable tests, prepared in %v", pkg, len(p.Stable), time.Since(start))
-	if _, err := v.sb.ReadFile(ctx, v.path(".frog/cov/each.data")); err != nil {
-		t.Fatalf("coverage did not run in one process (no each.data): %v", err)
+	start = time.Now()
+	shared, err := coverTests(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+".frog/cover.test", v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one process: %v", time.Since(start))
+	if !slices.ContainsFunc(shared, func(r testCover) bool { return r.Ran && !r.Alone }) {
+		t.Fatal("no test measured in one process")
 	}
 	start = time.Now()
 	runs, err := coverEach(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+".frog/cover.test", v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, 10*time.Second)
@@ -106,17 +112,6 @@ func TestCoverOnceAgreesOnModule(t *testing.T) {
 	}
 }
 
-func TestDecodeCovDataRejectsGarbage(t *testing.T) {
-	for _, data := range [][]byte{nil, []byte("garbage"), append(covMetaMagic[:], 1, 0, 0, 0, 0xff), append(covCounterMagic[:], 2, 0, 0, 0)} {
-		if _, err := decodeCovMeta(data); err == nil {
-			t.Errorf("decodeCovMeta(%q) succeeded", data)
-		}
-		if _, err := decodeCovCounters(data); err == nil {
-			t.Errorf("decodeCovCounters(%q) succeeded", data)
-		}
-	}
-}
-
 // covFixture writes a module with package p (no TestMain; TestExit ends
 // the process) and package q (a TestMain of its own) into sb.
 func covFixture(t *testing.T, sb env.Sandbox) {
@@ -146,8 +141,16 @@ import (
 	"testing"
 )
 
-func TestA(t *testing.T) { F(1) }
+var touched bool
+
+func TestA(t *testing.T) { F(1); touched = true }
 func TestB(t *testing.T) { F(-1) }
+func TestPristine(t *testing.T) {
+	if touched {
+		t.Fatal("run after TestA")
+	}
+	G(5)
+}
 func TestExit(t *testing.T) { G(11); os.Exit(3) }
 func TestC(t *testing.T) { G(1) }
 `,
@@ -198,8 +201,8 @@ func TestCoverTestsFallsBack(t *testing.T) {
 		want      map[string][]int
 		exit      map[string]int
 	}{
-		{"p", "p/p.go", []string{"TestA", "TestB", "TestExit", "TestC"}, true,
-			map[string][]int{"TestA": {3, 4, 5, 6}, "TestB": {3, 4, 7}, "TestC": {10, 11, 14}}, map[string]int{"TestExit": 3}},
+		{"p", "p/p.go", []string{"TestA", "TestB", "TestPristine", "TestExit", "TestC"}, true,
+			map[string][]int{"TestA": {3, 4, 5, 6}, "TestB": {3, 4, 7}, "TestPristine": {10, 11, 14}, "TestC": {10, 11, 14}}, map[string]int{"TestExit": 3}},
 		{"q", "q/q.go", []string{"TestH", "TestI"}, false,
 			map[string][]int{"TestH": {3, 4, 5, 6}, "TestI": {3, 4, 7}}, nil},
 	} {
@@ -217,25 +220,19 @@ func TestCoverTestsFallsBack(t *testing.T) {
 			if !run.Ran || run.Exit != c.exit[test] {
 				t.Errorf("%s %s: ran %v, exit %d; want exit %d", c.pkg, test, run.Ran, run.Exit, c.exit[test])
 			}
-			if alone := !c.once || test == "TestExit"; run.Alone != alone {
+			if alone := !c.once || test == "TestExit" || test == "TestPristine"; run.Alone != alone {
 				t.Errorf("%s %s: in a process of its own %v, want %v", c.pkg, test, run.Alone, alone)
 			}
 			if want, ok := c.want[test]; ok && !slices.Equal(lines(run.Blocks), want) {
 				t.Errorf("%s %s: covers lines %v, want %v", c.pkg, test, lines(run.Blocks), want)
 			}
 		}
-		// After TestExit, TestC ran in one process of its own: its record
-		// is the last one-process file's.
-		raw, err := sb.ReadFile(ctx, ".frog/cov/each.data")
-		if last, _ := readCoverOnce(raw, 1); c.once && (err != nil || len(last) != 1) {
-			t.Errorf("%s: the test after TestExit was not measured in one process (%v)", c.pkg, err)
-		}
 		once, started, err := coverOnce(ctx, sb, c.pkg, "../"+coverBin, ".frog/cov", "../.frog/cov", c.tests, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if started != c.once || c.once && len(once) != 2 {
-			t.Errorf("%s: one process started %v, measured %d tests; want %v and the 2 before TestExit", c.pkg, started, len(once), c.once)
+		if started != c.once || c.once && len(once) != 3 {
+			t.Errorf("%s: one process started %v, measured %d tests; want %v and the 3 before TestExit", c.pkg, started, len(once), c.once)
 		}
 	}
 }

@@ -34,20 +34,21 @@ type testCover struct {
 // measurement, a process a test. So the coverage binary is built with a
 // TestMain of frog's (coverMainSource, laid over the package with
 // -overlay) that, when FROG_COVER_EACH names a list of -test.run patterns,
-// runs each with m.Run in turn and appends the binary's coverage counters
-// after each to one file (as the cover profile m.Run writes, -covermode=
-// count, which it writes once an M: frog resets M's sync.Once for it);
-// the counts' growth over a test is what it executed, plus what ran
-// before the first (package init, which a process a test counts in every
-// test). Otherwise it is m.Run, as the testing package's
-// own main is. Tests share the process as they do under go test: one that
-// sets up state lazily (a sync.Once) is credited with it alone, and a
-// goroutine a test leaves running is credited to the tests after it; a
-// test that fails there runs again alone, and that run stands (pflag's
-// TestEverything fails after tests that set its flags). A
-// test the binary dies in (a panic, os.Exit, a time-out) runs again alone,
-// and the tests after it in one process again; a package with a TestMain
-// of its own, or a testing package whose M has no afterOnce: its tests run a process
+// runs each with m.Run in turn and appends the cover profile m.Run writes
+// (-covermode=count) to one file; m.Run writes it once an M, so frog's
+// TestMain resets M's sync.Once for it before each run. The counts' growth
+// over a test is what it executed, plus what ran before the first
+// (package init, which a process a test counts in every test). Without
+// FROG_COVER_EACH it is m.Run, as the testing package's own main is.
+//
+// Tests share the process as they do under go test: one that sets up
+// state lazily (a sync.Once) is credited with it alone, and a goroutine a
+// test leaves running is credited to the tests after it. A test that
+// fails there runs again alone, and that run stands (pflag's
+// TestEverything fails after tests that set its flags). A test the binary
+// dies in (a panic, os.Exit, a time-out) runs again alone, and the tests
+// after it in one process again. A package with a TestMain of its own, or
+// a testing package whose M has no afterOnce: its tests run a process
 // each, as before.
 
 // coverMainFile is the name of frog's TestMain file in the package.
@@ -119,15 +120,31 @@ func TestMain(m *frogtesting.M) {
 `)
 }
 
-// coverBuildArgs are the go command's arguments that build package dir's
-// coverage test binary at bin; ov, when not "", is the overlay that adds
-// frog's TestMain (writeCoverMain).
-func coverBuildArgs(dir, bin, ov string) []string {
-	args := []string{"test", "-c", "-vet=off", "-covermode=count", "-ldflags=-s -w", "-o", bin}
-	if ov != "" {
-		args = append(args, "-overlay", ov)
+// buildCoverBinary builds package dir's coverage test binary at bin (dir
+// module-relative, as the go command at the module root takes it, which
+// goCmd runs), with frog's TestMain for package pkg written with write
+// (pkg "": without it); a package with a TestMain of its own is built
+// again without frog's.
+func buildCoverBinary(write func(rel string, data []byte) error, goCmd func(args ...string) (runResult, error), dir, pkg, bin string) (runResult, error) {
+	args := func(ov string) []string {
+		a := []string{"test", "-c", "-vet=off", "-covermode=count", "-ldflags=-s -w", "-o", bin}
+		if ov != "" {
+			a = append(a, "-overlay", ov)
+		}
+		return append(a, dir)
 	}
-	return append(args, dir)
+	var ov string
+	if pkg != "" {
+		var err error
+		if ov, err = writeCoverMain(write, dir, pkg); err != nil {
+			return runResult{}, err
+		}
+	}
+	r, err := goCmd(args(ov)...)
+	if err == nil && ov != "" && r.exit != 0 && bytes.Contains(r.out, []byte("TestMain")) {
+		return goCmd(args("")...)
+	}
+	return r, err
 }
 
 // writeCoverMain writes frog's TestMain for package dir (module-relative,
@@ -145,10 +162,6 @@ func writeCoverMain(write func(rel string, data []byte) error, dir, pkg string) 
 	}
 	return ov, write(ov, data)
 }
-
-// ownTestMain says a build failed because the package has a TestMain of
-// its own: build it again without frog's.
-func ownTestMain(out []byte) bool { return bytes.Contains(out, []byte("TestMain")) }
 
 // coverOnce runs tests in one process of bin (relative to dir, built with
 // frog's TestMain), as coverEach names its arguments, and returns each

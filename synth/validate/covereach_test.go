@@ -13,10 +13,10 @@ import (
 	"github.com/frognano/frog/env"
 )
 
-// coverAgreement prepares package pkg of the module in dir (its coverage
-// measured in one process, with frog's TestMain) and measures each stable
-// test again a process a test from the same binary; it returns both, by
-// test, and the tests whose blocks differ.
+// coverAgreement prepares package pkg of the module in dir (building its
+// coverage binary with frog's TestMain), measures each stable test's
+// coverage in one process and a process a test from that binary, and
+// returns both, by test, and the tests whose blocks differ.
 func coverAgreement(t *testing.T, dir, pkg string) (once, each map[string][]Block, differ []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -56,7 +56,7 @@ func coverAgreement(t *testing.T, dir, pkg string) (once, each map[string][]Bloc
 			t.Errorf("%s: alone it did not pass with a profile: %+v", test, runs[i])
 			continue
 		}
-		once[test], each[test] = sorted(p.Coverage.Tests[test]), sorted(runs[i].Blocks)
+		once[test], each[test] = sorted(shared[i].Blocks), sorted(runs[i].Blocks)
 		if !slices.Equal(once[test], each[test]) {
 			differ = append(differ, test)
 		}

@@ -1353,21 +1353,13 @@ const coverBin = ".frog/cover.test"
 // own.
 func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (runResult, error) {
 	defer func(start time.Time) { h.st.spent("cover-build", time.Since(start)) }(time.Now())
-	dir := ws.Task.Dir()
-	var ov string
+	pkg := ""
 	if src, err := currentFile(ctx, sb, ws, ws.Task.File); err == nil {
-		if pkg := packageName(src); pkg != "" {
-			write := func(rel string, data []byte) error { return sb.WriteFile(ctx, rel, data) }
-			if ov, err = writeCoverMain(write, dir, pkg); err != nil {
-				return runResult{}, err
-			}
-		}
+		pkg = packageName(src)
 	}
-	r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuildArgs("./"+dir, coverBin, ov)...)
-	if err == nil && ov != "" && r.exit != 0 && ownTestMain(r.out) {
-		return h.goCmd(ctx, sb, h.cfg.BuildTimeout, coverBuildArgs("./"+dir, coverBin, "")...)
-	}
-	return r, err
+	write := func(rel string, data []byte) error { return sb.WriteFile(ctx, rel, data) }
+	goCmd := func(args ...string) (runResult, error) { return h.goCmd(ctx, sb, h.cfg.BuildTimeout, args...) }
+	return buildCoverBinary(write, goCmd, "./"+ws.Task.Dir(), pkg, coverBin)
 }
 
 // checkCoverage measures the coverage of task t's starting state into
@@ -1442,7 +1434,6 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	// baselines do): measured here, it is an answer in the outcome cache
 	// when they ask, instead of one computation the first episodes of a
 	// group all wait for, a core idle meanwhile. Checks run side by side.
-	// A failure here only leaves the episodes to measure it themselves.
 	if len(problems) == 0 {
 		if err := h.checkCoverage(ctx, sb, t); err != nil {
 			return err

@@ -291,14 +291,8 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, error) {
 	bin := ".frog/cover.test"
 	write := func(rel string, data []byte) error { return v.sb.WriteFile(ctx, v.path(rel), data) }
-	ov, err := writeCoverMain(write, p.Rel, p.src.name)
-	if err != nil {
-		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
-	}
-	r, err := v.goCmd(ctx, coverBuildArgs(p.Rel, bin, ov)...)
-	if err == nil && r.exit != 0 && ownTestMain(r.out) {
-		r, err = v.goCmd(ctx, coverBuildArgs(p.Rel, bin, "")...)
-	}
+	goCmd := func(args ...string) (runResult, error) { return v.goCmd(ctx, args...) }
+	r, err := buildCoverBinary(write, goCmd, p.Rel, p.src.name, bin)
 	if err != nil {
 		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
 	}

@@ -30,8 +30,15 @@ type Sandbox interface {
 
 // ExecOptions says what to run.
 type ExecOptions struct {
-	// Cmd is the argument vector; Cmd[0] is looked up in the sandbox's PATH.
+	// Cmd is the argument vector; Cmd[0] is looked up in the sandbox's PATH
+	// (a name with a slash is a path, relative to Dir).
 	Cmd []string
+	// Dir is the directory the command starts in, relative to the
+	// workspace; "" is the workspace. A path that leaves it is refused.
+	Dir string
+	// Env is added to the command's environment (NAME=value), after the
+	// sandbox's own.
+	Env []string
 	// Stdin is written to the command's standard input.
 	Stdin []byte
 	// Timeout bounds the command; 0 means the provider's default. When it

@@ -25,6 +25,7 @@ type request struct {
 	ID        uint64   `json:"id"`
 	Op        string   `json:"op"`
 	Cmd       []string `json:"cmd,omitempty"`
+	Dir       string   `json:"dir,omitempty"`
 	Env       []string `json:"env,omitempty"`
 	Stdin     []byte   `json:"stdin,omitempty"`
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`

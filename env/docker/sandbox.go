@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,7 +64,10 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	if maxOut <= 0 {
 		maxOut = s.p.cfg.MaxOutput
 	}
-	req := &request{Op: "exec", Cmd: opts.Cmd, Stdin: opts.Stdin, TimeoutMS: max(timeout.Milliseconds(), 1), MaxOutput: maxOut}
+	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
+		return env.ExecResult{}, fmt.Errorf("docker: exec: directory %q is not in the workspace", opts.Dir)
+	}
+	req := &request{Op: "exec", Cmd: opts.Cmd, Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, TimeoutMS: max(timeout.Milliseconds(), 1), MaxOutput: maxOut}
 	resp, err := s.call(ctx, req, timeout+s.p.cfg.AgentGrace, "exec "+opts.Cmd[0])
 	if err != nil {
 		return env.ExecResult{}, err

@@ -309,6 +309,28 @@ func (s *suite) exec(t *testing.T) {
 			}
 		})
 	}
+	t.Run("directory and environment", func(t *testing.T) {
+		if err := sb.WriteFile(ctx, "d/sub/x.txt", []byte("in sub\n")); err != nil {
+			t.Fatal(err)
+		}
+		s.sh(t, sb, "printf '#!/bin/sh\necho script $FROG_X\n' > d/s.sh && chmod +x d/s.sh")
+		got, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"sh", "-c", "cat x.txt; ../s.sh"}, Dir: "d/sub", Env: []string{"FROG_X=y"}, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("Exec: %v", err)
+		}
+		if want := "in sub\nscript y\n"; string(got.Stdout) != want || got.ExitCode != 0 {
+			t.Errorf("in d/sub with FROG_X=y: exit %d, stdout %q, stderr %q; want %q", got.ExitCode, got.Stdout, got.Stderr, want)
+		}
+		// A path with a slash runs relative to Dir.
+		if got, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"./s.sh"}, Dir: "d", Timeout: 30 * time.Second}); err != nil || string(got.Stdout) != "script\n" {
+			t.Errorf("./s.sh in d: %v, exit %d, stdout %q, stderr %q; want %q", err, got.ExitCode, got.Stdout, got.Stderr, "script\n")
+		}
+		for _, dir := range []string{"..", "/tmp", "d/../../x"} {
+			if _, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"true"}, Dir: dir}); err == nil || errors.Is(err, env.ErrInfra) {
+				t.Errorf("Exec in %q = %v; want an error that is not an infrastructure fault", dir, err)
+			}
+		}
+	})
 	t.Run("command not found", func(t *testing.T) {
 		got, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"frog-no-such-command"}})
 		if err != nil {

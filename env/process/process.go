@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -425,10 +426,13 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	defer outR.Close()
 	defer errR.Close()
 	defer inW.Close()
+	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
+		return env.ExecResult{}, fmt.Errorf("process: exec: directory %q is not in the workspace", opts.Dir)
+	}
 	name, err := lookPath(opts.Cmd[0], s.env)
 	cmd := exec.Command(name, opts.Cmd[1:]...)
-	cmd.Dir = s.ws
-	cmd.Env = s.env
+	cmd.Dir = filepath.Join(s.ws, opts.Dir)
+	cmd.Env = slices.Concat(s.env, opts.Env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type request struct {
 	ID        uint64   `json:"id"`
 	Op        string   `json:"op"`
 	Cmd       []string `json:"cmd,omitempty"`
+	Dir       string   `json:"dir,omitempty"`
 	Env       []string `json:"env,omitempty"`
 	Stdin     []byte   `json:"stdin,omitempty"`
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
@@ -333,8 +335,12 @@ func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 	}
 	// The layer goes when the command and everything it started are dead.
 	defer a.cache.remove(layer)
+	if req.Dir != "" && !filepath.IsLocal(req.Dir) {
+		resp.ExitCode, resp.Stderr = 126, []byte("agent: directory "+strconv.Quote(req.Dir)+" is not in the workspace\n")
+		return resp
+	}
 	cmd := exec.Command(req.Cmd[0], req.Cmd[1:]...)
-	cmd.Dir = a.dir
+	cmd.Dir = filepath.Join(a.dir, req.Dir)
 	cmd.Env = append(append(os.Environ(), req.Env...), a.cache.env(layer)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var files []*os.File // parent's ends, closed when done

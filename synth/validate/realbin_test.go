@@ -235,6 +235,28 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 	if diff := cmp.Diff(covs[0], covs[1]); diff != "" {
 		t.Errorf("the later harness's coverage differs from the first's (-first +later):\n%s", diff)
 	}
+	// The candidate list at the starting state's covered lines: the first
+	// harness computes it and keeps it; the later one reads it back.
+	var lines []env.Line
+	for _, b := range covs[0].Blocks {
+		for l := b.Start; l <= b.End; l++ {
+			lines = append(lines, env.Line{File: b.File, Line: l})
+		}
+	}
+	var lists [][]env.Candidate
+	for _, h := range []*Harness{first, later} {
+		list, err := h.Candidates(ctx, laidOut(t, maxDir), env.NewWorkspace(maxTask), lines)
+		if err != nil || len(list) == 0 {
+			t.Fatalf("candidates at %d lines: %v, %d candidates; want some", len(lines), err, len(list))
+		}
+		lists = append(lists, list)
+	}
+	if diff := cmp.Diff(lists[0], lists[1]); diff != "" {
+		t.Errorf("the later harness's candidates differ from the first's (-first +later):\n%s", diff)
+	}
+	if f, l := first.Stats().CandidatesSaved, later.Stats().CandidatesSaved; f != 0 || l != 1 {
+		t.Errorf("candidate lists read back: first harness %d, later %d; want 0 and 1", f, l)
+	}
 	for _, h := range []*Harness{first, later} {
 		sb := laidOut(t, maxDir)
 		ep := env.NewEpisode(maxTask, env.RunOptions{MaxSteps: 5, Harness: h})

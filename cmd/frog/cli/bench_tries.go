@@ -125,6 +125,12 @@ type episodePass struct {
 	// RealBuilds are the real builds (of verdicts and test runs) this pass
 	// made; the trees found built already are not counted.
 	RealBuilds int64 `json:"real_builds"`
+	// Tries are the tries this pass computed (the outcome cache's misses),
+	// TryRuns their runs of a schema binary, Verdicts the verdicts it
+	// computed.
+	Tries    int64 `json:"tries_computed"`
+	TryRuns  int64 `json:"try_runs"`
+	Verdicts int64 `json:"verdicts_computed"`
 	// Seconds is the harness's time per kind of call in this pass
 	// (validate.HarnessStats.Seconds).
 	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
@@ -223,7 +229,8 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		after := pass.h.Stats()
 		p := episodePass{Pass: pass.name, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
 			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
-			RealBuilds: after.RealBuilds - before.RealBuilds}
+			RealBuilds: after.RealBuilds - before.RealBuilds, Tries: after.Tries - before.Tries, TryRuns: after.TryRuns - before.TryRuns,
+			Verdicts: after.Verdicts - before.Verdicts}
 		if p.Seconds > 0 {
 			p.PerSecond = float64(p.Episodes) / p.Seconds
 		}

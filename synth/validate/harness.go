@@ -110,6 +110,12 @@ type HarnessConfig struct {
 	// NoSchema makes every try a real build (go test with the candidate's
 	// file laid over): the plain path schemata are measured against.
 	NoSchema bool
+	// FlakeRuns is how many times more a task's check runs its
+	// FAIL_TO_PASS tests with the bug, in one process, once they failed:
+	// a task whose failing tests pass in any run is quarantined as flaky
+	// (submitting it unchanged would sometimes be rewarded). 2 when zero;
+	// negative turns it off.
+	FlakeRuns int
 	// TryProcs is the GOMAXPROCS of the test process of a schema try: 1
 	// when zero, -1 for Go's default (the machine's cores). Episodes run
 	// many at once, more than there are cores, so a try gets about a core
@@ -140,6 +146,9 @@ func NewHarness(ws env.Workspaces, cfg HarnessConfig) *Harness {
 	}
 	if cfg.TryProcs == 0 {
 		cfg.TryProcs = 1
+	}
+	if cfg.FlakeRuns == 0 {
+		cfg.FlakeRuns = 2
 	}
 	return &Harness{ws: ws, cfg: cfg, cache: newOutcomes(cfg.CacheEntries)}
 }
@@ -1354,10 +1363,10 @@ func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 // finds it built and builds nothing. It returns a run that did not build
 // (and builds nothing) where binaries cannot be shared or the tests do not
 // build with -cover: the caller then runs go test.
-func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, error) {
+func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, string, error) {
 	hostBin := h.hostCoverBin(sb, t)
 	if hostBin == "" {
-		return testRun{}, nil
+		return testRun{}, "", nil
 	}
 	dir := t.Dir()
 	bin, found := "", false
@@ -1367,24 +1376,24 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 	if !found {
 		r, err := h.buildCover(ctx, sb, env.NewWorkspace(t))
 		if err != nil || r.exit != 0 || r.timedOut {
-			return testRun{}, err
+			return testRun{}, "", err
 		}
 		bin = upTo(dir) + coverBin
 	}
 	tr, err := h.runBinary(ctx, sb, dir, bin, t.Tests(), h.cfg.TestTimeout)
 	if err != nil {
-		return testRun{}, err
+		return testRun{}, "", err
 	}
 	if tr.died || tr.unfinished {
-		return testRun{}, nil // let go test say what happened
+		return testRun{}, "", nil // let go test say what happened
 	}
 	if found {
-		return tr, nil
+		return tr, bin, nil
 	}
 	if data, err := sb.ReadFile(ctx, coverBin); err == nil {
 		writeShared(h.cfg.BinCache, hostBin, data, 0o555)
 	}
-	return tr, nil
+	return tr, bin, nil
 }
 
 // goTestRun builds the tests of task t's package for real with go test and
@@ -1411,6 +1420,45 @@ func (h *Harness) runBinary(ctx context.Context, sb env.Sandbox, dir, bin string
 		return testRun{}, err
 	}
 	return parseChatty(r), nil
+}
+
+// flaky runs the FAIL_TO_PASS tests of task t with the bug FlakeRuns
+// times more, in one process (from bin, the binary of the check's run,
+// or by go test where there is none), and returns those that passed in
+// any run: where a failing test sometimes passes with the bug, an agent
+// that submits the task unchanged is sometimes rewarded.
+func (h *Harness) flaky(ctx context.Context, sb env.Sandbox, t *env.Task, bin string) ([]string, int, error) {
+	n := h.cfg.FlakeRuns
+	if n <= 0 || len(t.FailToPass) == 0 {
+		return nil, 0, nil
+	}
+	limit := h.cfg.TestTimeout
+	var tr testRun
+	if bin != "" {
+		args := chattyArgs(limit, t.FailToPass)
+		for i, a := range args {
+			if a == "-test.count=1" {
+				args[i] = "-test.count=" + strconv.Itoa(n)
+			}
+		}
+		r, err := runIn(ctx, sb, t.Dir(), bin, nil, limit+time.Second, args...)
+		if err != nil {
+			return nil, n, err
+		}
+		tr = parseChatty(r)
+	} else {
+		var err error
+		if tr, err = h.goTestRun(ctx, sb, t, t.FailToPass, limit, "-count="+strconv.Itoa(n)); err != nil {
+			return nil, n, err
+		}
+	}
+	var out []string
+	for _, name := range t.FailToPass {
+		if slices.Contains(tr.passed, name) {
+			out = append(out, name)
+		}
+	}
+	return out, n, nil
 }
 
 // checkedRun runs the named tests from the coverage binary of the task's
@@ -1484,7 +1532,7 @@ func (h *Harness) checkCoverage(ctx context.Context, sb env.Sandbox, t *env.Task
 func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
 	t := task
 	run := func() (testRun, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }
-	bad, err := h.checkBug(ctx, sb, t)
+	bad, bin, err := h.checkBug(ctx, sb, t)
 	if err != nil {
 		return err
 	}
@@ -1509,6 +1557,15 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 		}
 		if p := without(t.PassToPass, bad.passed); len(p) > 0 {
 			problems = append(problems, "with the bug, PASS_TO_PASS tests did not pass: "+strings.Join(p, " "))
+		}
+		if len(problems) == 0 {
+			flaky, n, err := h.flaky(ctx, sb, t, bin)
+			if err != nil {
+				return err
+			}
+			if len(flaky) > 0 {
+				problems = append(problems, fmt.Sprintf("with the bug, FAIL_TO_PASS tests failed once and passed in some of %d runs more (flaky): %s", n, strings.Join(flaky, " ")))
+			}
 		}
 	}
 	// Every episode of the task starts by measuring its coverage (the

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 // moduleWorkspaces lays out tasks of the tiny module from a template of
@@ -309,5 +311,52 @@ func TestTimeLimits(t *testing.T) {
 	rep.Tests[0].Seconds = 1
 	if got := h.verdictTimeout(task, rep); got != 5*time.Second {
 		t.Errorf("verdict limit %v; want the test timeout, 5s", got)
+	}
+}
+
+// TestCheckQuarantinesFlaky: a task whose failing test fails in the
+// check's run with the bug but passes when run again (here: on a
+// process's second run of it) is quarantined as flaky, from the shared
+// coverage binary and from go test alike; with FlakeRuns off it is kept.
+func TestCheckQuarantinesFlaky(t *testing.T) {
+	dir, task := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
+	flaky := `package calc
+
+import "testing"
+
+var flakyRuns int
+
+// TestFlaky fails the first time a process runs it, while Max is wrong.
+func TestFlaky(t *testing.T) {
+	flakyRuns++
+	if flakyRuns == 1 && Max(1, 2) != 2 {
+		t.Fatal("Max(1, 2) != 2")
+	}
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "calc", "flaky_test.go"), []byte(flaky), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task.FailToPass = append(task.FailToPass, "TestFlaky")
+	gold := map[string][]byte{"calc/calc.go": mustRead(t, tinyModule, "calc/calc.go")}
+	ws := moduleWorkspaces{task.ID: dir}
+	for _, tc := range []struct {
+		name string
+		cfg  HarnessConfig
+		want bool // quarantined
+	}{
+		{"shared binary", HarnessConfig{BinCache: t.TempDir()}, true},
+		{"go test", HarnessConfig{}, true},
+		{"off", HarnessConfig{BinCache: t.TempDir(), FlakeRuns: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := NewHarness(ws, tc.cfg).Check(context.Background(), laidOut(t, dir), task, gold)
+			switch {
+			case tc.want && (!errors.Is(err, synth.ErrQuarantined) || !strings.Contains(err.Error(), "(flaky): TestFlaky")):
+				t.Errorf("Check = %v; want the task quarantined as flaky, naming TestFlaky", err)
+			case !tc.want && err != nil:
+				t.Errorf("Check = %v; want the task kept", err)
+			}
+		})
 	}
 }

@@ -398,6 +398,9 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	if len(opts.Cmd) == 0 {
 		return env.ExecResult{}, errors.New("process: exec: empty command")
 	}
+	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
+		return env.ExecResult{}, fmt.Errorf("process: exec: directory %q is not in the workspace", opts.Dir)
+	}
 	s.ops.Lock()
 	defer s.ops.Unlock()
 	if s.isClosed() {
@@ -426,9 +429,6 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	defer outR.Close()
 	defer errR.Close()
 	defer inW.Close()
-	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
-		return env.ExecResult{}, fmt.Errorf("process: exec: directory %q is not in the workspace", opts.Dir)
-	}
 	name, err := lookPath(opts.Cmd[0], s.env)
 	cmd := exec.Command(name, opts.Cmd[1:]...)
 	cmd.Dir = filepath.Join(s.ws, opts.Dir)

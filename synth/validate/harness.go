@@ -576,10 +576,6 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 		byFile[f] = append(byFile[f], l.Line)
 	}
 	// Candidates come in the order of lines: gather per line first.
-	type lc struct {
-		line env.Line
-		c    env.Candidate
-	}
 	perLine := map[env.Line][]env.Candidate{}
 	lm := h.models.get(t.ID, tmpl)
 	for _, f := range order {
@@ -1360,9 +1356,11 @@ func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 // package's coverage test binary, built here and shared (hostCoverBin):
 // every episode's first coverage then runs it instead of building it, so a
 // new task costs one build fewer; a later check of the task (a later run's)
-// finds it built and builds nothing. It returns a run that did not build
-// (and builds nothing) where binaries cannot be shared or the tests do not
-// build with -cover: the caller then runs go test.
+// finds it built and builds nothing. It returns the run and the binary it
+// ran (its path as seen from the package's directory), or a run that did
+// not build (and builds nothing) and no binary where binaries cannot be
+// shared or the tests do not build with -cover: the caller then runs go
+// test.
 func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, string, error) {
 	hostBin := h.hostCoverBin(sb, t)
 	if hostBin == "" {

@@ -328,6 +328,10 @@ func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 	}
 	stdout, stderr := &capBuffer{max: maxOut}, &capBuffer{max: maxOut}
 
+	if req.Dir != "" && !filepath.IsLocal(req.Dir) {
+		resp.ExitCode, resp.Stderr = 126, []byte("agent: directory "+strconv.Quote(req.Dir)+" is not in the workspace\n")
+		return resp
+	}
 	layer, err := a.cache.create()
 	if err != nil {
 		resp.ExitCode, resp.Stderr = 126, []byte("agent: build cache layer: "+err.Error()+"\n")
@@ -335,10 +339,6 @@ func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 	}
 	// The layer goes when the command and everything it started are dead.
 	defer a.cache.remove(layer)
-	if req.Dir != "" && !filepath.IsLocal(req.Dir) {
-		resp.ExitCode, resp.Stderr = 126, []byte("agent: directory "+strconv.Quote(req.Dir)+" is not in the workspace\n")
-		return resp
-	}
 	cmd := exec.Command(req.Cmd[0], req.Cmd[1:]...)
 	cmd.Dir = filepath.Join(a.dir, req.Dir)
 	cmd.Env = append(append(os.Environ(), req.Env...), a.cache.env(layer)...)

@@ -1411,9 +1411,10 @@ func (h *Harness) goTestRun(ctx context.Context, sb env.Sandbox, t *env.Task, te
 }
 
 // runBinary runs the named tests from test binary bin (as seen from dir)
-// in directory dir of sb, within limit, as go test's -json reports them.
-func (h *Harness) runBinary(ctx context.Context, sb env.Sandbox, dir, bin string, tests []string, limit time.Duration) (testRun, error) {
-	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, chattyArgs(limit, tests)...)
+// in directory dir of sb, within limit, as go test's -json reports them;
+// extra test flags come after chattyArgs' and override them.
+func (h *Harness) runBinary(ctx context.Context, sb env.Sandbox, dir, bin string, tests []string, limit time.Duration, extra ...string) (testRun, error) {
+	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, append(chattyArgs(limit, tests), extra...)...)
 	if err != nil {
 		return testRun{}, err
 	}
@@ -1430,25 +1431,16 @@ func (h *Harness) flaky(ctx context.Context, sb env.Sandbox, t *env.Task, bin st
 	if n <= 0 || len(t.FailToPass) == 0 {
 		return nil, 0, nil
 	}
-	limit := h.cfg.TestTimeout
+	limit, count := h.cfg.TestTimeout, strconv.Itoa(n)
 	var tr testRun
+	var err error
 	if bin != "" {
-		args := chattyArgs(limit, t.FailToPass)
-		for i, a := range args {
-			if a == "-test.count=1" {
-				args[i] = "-test.count=" + strconv.Itoa(n)
-			}
-		}
-		r, err := runIn(ctx, sb, t.Dir(), bin, nil, limit+time.Second, args...)
-		if err != nil {
-			return nil, n, err
-		}
-		tr = parseChatty(r)
+		tr, err = h.runBinary(ctx, sb, t.Dir(), bin, t.FailToPass, limit, "-test.count="+count)
 	} else {
-		var err error
-		if tr, err = h.goTestRun(ctx, sb, t, t.FailToPass, limit, "-count="+strconv.Itoa(n)); err != nil {
-			return nil, n, err
-		}
+		tr, err = h.goTestRun(ctx, sb, t, t.FailToPass, limit, "-count="+count)
+	}
+	if err != nil {
+		return nil, n, err
 	}
 	var out []string
 	for _, name := range t.FailToPass {

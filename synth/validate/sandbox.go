@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/frognano/frog/env"
 )
 
 // How the validator uses its sandbox: the module is copied to the
@@ -77,20 +75,6 @@ func (v *Validator) copyModule(ctx context.Context) error {
 	return nil
 }
 
-// exec runs argv in the sandbox.
-func (v *Validator) exec(ctx context.Context, timeout time.Duration, argv ...string) (runResult, error) {
-	r, err := v.sb.Exec(ctx, env.ExecOptions{Cmd: argv, Timeout: timeout, MaxOutput: maxOutput})
-	if err != nil {
-		return runResult{}, err
-	}
-	out := append(r.Stdout, r.Stderr...)
-	res := runResult{exit: r.ExitCode, out: out, timedOut: r.TimedOut, wall: r.Duration}
-	if r.TimedOut {
-		res.exit = -1
-	}
-	return res, nil
-}
-
 // path is the workspace path of module-relative p.
 func (v *Validator) path(p string) string {
 	if v.cfg.Workdir == "" {
@@ -106,22 +90,17 @@ func (v *Validator) goCmd(ctx context.Context, args ...string) (runResult, error
 	for _, a := range slices.Concat(goEnv, []string{"go"}, args) {
 		b.WriteString(" " + shellQuote(a))
 	}
-	return v.exec(ctx, v.cfg.BuildTimeout, "sh", "-c", b.String())
+	return execIn(ctx, v.sb, v.cfg.BuildTimeout, "sh", "-c", b.String())
 }
 
 // runBinary runs the test binary bin (module-relative) in package directory
 // rel with FROG_MUTANT set to mutant (unset for 0).
 func (v *Validator) runBinary(ctx context.Context, rel, bin string, mutant int, timeout time.Duration, args ...string) (runResult, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "cd %s && ", shellQuote(v.path(rel)))
+	var vars []string
 	if mutant != 0 {
-		fmt.Fprintf(&b, "FROG_MUTANT=%d ", mutant)
+		vars = []string{"FROG_MUTANT=" + strconv.Itoa(mutant)}
 	}
-	b.WriteString("exec " + shellQuote(upTo(rel)+bin))
-	for _, a := range args {
-		b.WriteString(" " + shellQuote(a))
-	}
-	return v.exec(ctx, timeout, "sh", "-c", b.String())
+	return runIn(ctx, v.sb, v.path(rel), upTo(rel)+bin, vars, timeout, args...)
 }
 
 // runTests runs the named top-level tests of schema binary bin for mutant.

@@ -199,6 +199,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		o.Name = "sim-" + time.Now().UTC().Format("20060102-150405")
 	}
 	o.Run.Run = o.Name
+	runLog := log // actors.Run adds the run's name itself
 	log = log.With().Str("run", o.Name).Logger()
 
 	spec := sandboxSpec{
@@ -235,7 +236,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	defer closeSrc()
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, fixFor(src)),
-		Curriculum: cur, Log: log, Counters: new(actors.Counters),
+		Curriculum: cur, Log: runLog, Counters: new(actors.Counters),
 	}
 	if tenv != nil {
 		deps.Source = newOracleSource(tenv.q.Source(src), oracle, tenv.oracleFix)

@@ -311,6 +311,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	}
 	o.Run.Run = o.Name
 	o.Run = o.Run.WithDefaults()
+	runLog := log // actors.Run adds the run's name itself
 	log = log.With().Str("run", o.Name).Logger()
 
 	backend, why, err := cuda.Open(o.Device)
@@ -363,7 +364,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 		tr.evaluate(ctx, 0, learner.Current())
 	}
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: log,
+		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.onCurriculum(log),
 		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3}, TaskPool: start.Pool,
 	}

@@ -75,6 +75,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	// The model servers batch; frog sends each request as it comes.
 	o.Run.MaxBatch, o.Run.InferenceWorkers = 1, o.Run.Concurrency
 	o.Run = o.Run.WithDefaults()
+	runLog := log // actors.Run adds the run's name itself
 	log = log.With().Str("run", o.Name).Logger()
 	pol, err := o.LLM.openLLM(ctx)
 	if err != nil {
@@ -116,7 +117,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	learner := openai.NewExportLearner(pol, sink, o.Run.MaxStaleness)
 	var timings openai.Timings
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: log,
+		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: dir.onUpdate(log), OnCurriculum: dir.onCurriculum(log),
 		OnEpisode: func(r *actors.EpisodeResult) {
 			if r.Trajectory != nil {

@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -108,4 +109,36 @@ type Immediate interface {
 // built once (a test binary) among the sandboxes of a run.
 type HostPaths interface {
 	HostPath(p string) (string, bool)
+}
+
+// Starter is an optional capability of a Sandbox: Start runs a command in
+// the workspace, as Exec does, and returns once it has started, its
+// standard input and output connected to the caller, for a command that
+// answers many requests in one process (a test binary that runs one try
+// a line it reads: its start, 10 ms or more, paid once an episode rather
+// than once a try). ctx bounds the start only; the command runs until it
+// exits, Kill, or the sandbox's Close, and Timeout does not apply.
+// Faults of the sandbox wrap ErrInfra; a command that cannot be started
+// (not found, not executable) is an error that does not.
+type Starter interface {
+	Start(ctx context.Context, opts ExecOptions) (Process, error)
+}
+
+// Process is a command started by Starter. Its standard error goes to the
+// same stream as its standard output, as Exec's caller reads them
+// together.
+type Process interface {
+	// Stdin is the command's standard input; Stdout its standard output
+	// and error, which reads io.EOF once the command has exited and the
+	// stream is drained (or once Kill is called).
+	Stdin() io.Writer
+	Stdout() io.Reader
+	// Kill kills the command and every process it started and releases
+	// its streams; it is idempotent. Call it once done with the command,
+	// even after it has exited.
+	Kill()
+	// Done is closed once the command has exited; ExitCode is then its
+	// exit status (128+signal when a signal killed it).
+	Done() <-chan struct{}
+	ExitCode() int
 }

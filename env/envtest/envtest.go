@@ -1,10 +1,12 @@
 package envtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -81,6 +83,7 @@ func Run(t *testing.T, p env.Provider, caps Capabilities) {
 		{"ExecOutputCap", caps.Exec, s.outputCap},
 		{"ExecCancel", caps.Exec, s.execCancel},
 		{"ExecTreeKilled", caps.Exec && caps.Files, s.treeKilled},
+		{"Start", caps.Exec, s.start},
 		{"SymlinkEscape", caps.Exec && caps.Files, s.symlinkEscape},
 		{"NoNetwork", caps.NoNetwork, s.noNetwork},
 		{"ReadOnlyOutside", caps.ReadOnlyOutside, s.readOnlyOutside},
@@ -356,6 +359,88 @@ func (s *suite) exec(t *testing.T) {
 
 // cmpBytes treats nil and empty byte slices alike.
 var cmpBytes = cmp.Comparer(func(a, b []byte) bool { return bytes.Equal(a, b) })
+
+// start checks Starter, where the backend has it: a command that answers
+// lines in one process, its exit, Kill, and the sandbox's Close killing it.
+func (s *suite) start(t *testing.T) {
+	ctx := ctxT(t)
+	sb := s.open(t)
+	st, ok := sb.(env.Starter)
+	if !ok {
+		t.Skip("the backend's sandboxes have no Start")
+	}
+	s.sh(t, sb, "mkdir -p d")
+	p, err := st.Start(ctx, env.ExecOptions{Cmd: []string{"sh", "-c", `while read l; do echo "got $l $FROG_X $(basename $PWD)"; echo err >&2; done`}, Dir: "d", Env: []string{"FROG_X=y"}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer p.Kill()
+	out := bufio.NewReader(p.Stdout())
+	for _, req := range []string{"a", "b"} {
+		if _, err := io.WriteString(p.Stdin(), req+"\n"); err != nil {
+			t.Fatalf("writing %q: %v", req, err)
+		}
+		for _, want := range []string{"got " + req + " y d\n", "err\n"} {
+			if got, err := out.ReadString('\n'); got != want || err != nil {
+				t.Errorf("after %q read %q, %v; want %q", req, got, err, want)
+			}
+		}
+	}
+	p.Kill()
+	if rest, err := io.ReadAll(out); len(rest) != 0 {
+		t.Errorf("after Kill read %q, %v; want nothing", rest, err)
+	}
+	waitDone(t, p)
+	if got := p.ExitCode(); got != 128+9 {
+		t.Errorf("exit code after Kill = %d, want %d", got, 128+9)
+	}
+
+	p, err = st.Start(ctx, env.ExecOptions{Cmd: []string{"sh", "-c", "echo bye; exit 3"}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if got, err := io.ReadAll(p.Stdout()); string(got) != "bye\n" || err != nil {
+		t.Errorf("read %q, %v; want %q", got, err, "bye\n")
+	}
+	waitDone(t, p)
+	if got := p.ExitCode(); got != 3 {
+		t.Errorf("exit code = %d, want 3", got)
+	}
+	p.Kill()
+
+	for _, opts := range []env.ExecOptions{{Cmd: []string{"true"}, Dir: ".."}, {Cmd: []string{"frog-no-such-command"}}} {
+		if p, err := st.Start(ctx, opts); err == nil || errors.Is(err, env.ErrInfra) {
+			if p != nil {
+				p.Kill()
+			}
+			t.Errorf("Start(%q in %q) = %v; want an error that is not an infrastructure fault", opts.Cmd, opts.Dir, err)
+		}
+	}
+
+	// Close kills what Start started.
+	sb2 := s.open(t)
+	p, err = sb2.(env.Starter).Start(ctx, env.ExecOptions{Cmd: []string{"sleep", "600"}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer p.Kill()
+	if err := sb2.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	waitDone(t, p)
+	if _, err := sb2.(env.Starter).Start(ctx, env.ExecOptions{Cmd: []string{"true"}}); !errors.Is(err, env.ErrClosed) {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
+
+func waitDone(t *testing.T, p env.Process) {
+	t.Helper()
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not exit")
+	}
+}
 
 func (s *suite) execTimeout(t *testing.T) {
 	sb := s.open(t)

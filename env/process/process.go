@@ -379,6 +379,7 @@ type Sandbox struct {
 	mu      sync.Mutex
 	closed  bool
 	running *os.Process
+	started map[*proc]bool // by Start, still running
 }
 
 // Workspace is the workspace's path on this machine.
@@ -507,6 +508,98 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	res.ExitCode = exitCode(cmd.ProcessState, werr)
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// Start starts a command in the workspace as Exec runs one (its own process
+// group and namespaces, the rlimits), with its standard output and error on
+// one pipe that the caller reads. Close kills it.
+func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process, error) {
+	if len(opts.Cmd) == 0 {
+		return nil, errors.New("process: start: empty command")
+	}
+	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
+		return nil, fmt.Errorf("process: start: directory %q is not in the workspace", opts.Dir)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name, err := lookPath(opts.Cmd[0], s.env)
+	if err != nil {
+		return nil, fmt.Errorf("process: start: %w", err)
+	}
+	outR, outW, err1 := os.Pipe()
+	inR, inW, err2 := os.Pipe()
+	if err := errors.Join(err1, err2); err != nil {
+		for _, f := range []*os.File{outR, outW, inR, inW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, env.Infra(fmt.Errorf("process: start %s: %w", opts.Cmd[0], err))
+	}
+	cmd := exec.Command(name, opts.Cmd[1:]...)
+	cmd.Dir = filepath.Join(s.ws, opts.Dir)
+	cmd.Env = slices.Concat(s.env, opts.Env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
+	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
+	var p *proc
+	s.mu.Lock() // Close kills what is in started: none may start after it
+	if s.closed {
+		err = env.ErrClosed
+	} else if err = cmd.Start(); err == nil {
+		p = &proc{pid: cmd.Process.Pid, stdin: inW, stdout: outR, done: make(chan struct{})}
+		if s.started == nil {
+			s.started = map[*proc]bool{}
+		}
+		s.started[p] = true
+	}
+	s.mu.Unlock()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		if errors.Is(err, env.ErrClosed) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("process: start %s: %w", opts.Cmd[0], err)
+	}
+	s.p.setRlimits(p.pid)
+	go func() {
+		werr := cmd.Wait()
+		p.exit = exitCode(cmd.ProcessState, werr)
+		kill(p.pid) // what it started dies with it, as after Exec
+		s.mu.Lock()
+		delete(s.started, p)
+		s.mu.Unlock()
+		inW.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// proc is a command started by Start.
+type proc struct {
+	pid    int
+	stdin  *os.File
+	stdout *os.File
+	done   chan struct{}
+	exit   int
+	killed sync.Once
+}
+
+func (p *proc) Stdin() io.Writer      { return p.stdin }
+func (p *proc) Stdout() io.Reader     { return p.stdout }
+func (p *proc) Done() <-chan struct{} { return p.done }
+func (p *proc) ExitCode() int         { <-p.done; return p.exit }
+
+// Kill kills the command's process group and, so that a reader blocked on
+// a pipe another process of it still holds returns, closes the reading end.
+func (p *proc) Kill() {
+	p.killed.Do(func() {
+		kill(p.pid)
+		p.stdout.Close()
+	})
 }
 
 // lookPath finds name on the PATH the command will have.
@@ -669,6 +762,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	s.closed = true
 	if s.running != nil {
 		kill(s.running.Pid)
+	}
+	for p := range s.started {
+		kill(p.pid)
 	}
 	s.mu.Unlock()
 	s.root.Close()

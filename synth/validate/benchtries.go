@@ -3,24 +3,34 @@ package validate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/frognano/frog/env"
 )
 
 // TryBench is what BenchTries measured: the same candidates of the same
-// tasks tried through a schema binary and by a real build each.
+// tasks tried through a schema binary (its tries served by one process, and
+// a process each) and by a real build each.
 type TryBench struct {
 	Tasks      int `json:"tasks"`
 	Candidates int `json:"candidates"`
-	// Schema and Real are the two paths; Ratio is Schema's tries per
-	// second over Real's.
+	// Schema, Alone and Real are the paths: the schema's tries served by
+	// one process of an episode's sandbox (as episodes try them), the
+	// schema's tries a process each, a real build each; Ratio is Schema's
+	// tries per second over Real's.
 	Schema TryPath `json:"schema"`
+	Alone  TryPath `json:"schema_process_each"`
 	Real   TryPath `json:"real_build"`
 	Ratio  float64 `json:"ratio"`
-	// Agree counts the candidates both paths judged alike (every test
-	// passing or not).
-	Agree int `json:"agree"`
+	// Agree counts the candidates the schema and the real build judged
+	// alike (every test passing or not); AgreeServed those whose served
+	// try failed the same tests as the try in a process of its own.
+	Agree       int `json:"agree"`
+	AgreeServed int `json:"agree_served"`
+	// Disagree names the candidates served and alone disagreed on
+	// ("task#id: served [...] alone [...]"), the first 20.
+	Disagree []string `json:"disagree_served,omitempty"`
 }
 
 // TryPath is one way of trying candidates.
@@ -39,9 +49,10 @@ type TryPath struct {
 // the FAIL_TO_PASS tests run.
 func BenchTries(ctx context.Context, prov env.Provider, ws env.Workspaces, tasks []*env.Task, perTask int) (TryBench, error) {
 	schema := NewHarness(ws, HarnessConfig{NoCache: true})
+	alone := NewHarness(ws, HarnessConfig{NoCache: true, NoServe: true})
 	real := NewHarness(ws, HarnessConfig{NoCache: true, NoSchema: true})
 	var b TryBench
-	var sRuns, rRuns []time.Duration
+	var sRuns, aRuns, rRuns []time.Duration
 	for i, t := range tasks {
 		list, err := benchCandidates(ctx, prov, schema, t)
 		if err != nil {
@@ -56,10 +67,14 @@ func BenchTries(ctx context.Context, prov env.Provider, ws env.Workspaces, tasks
 		}
 		b.Tasks++
 		b.Candidates += len(ids)
-		var sres, rres []env.TryResult
+		var sres, ares, rres []env.TryResult
 		paths := []func() error{
 			func() (err error) {
 				sres, err = timeTries(ctx, prov, schema, t, list, ids, &b.Schema, &sRuns)
+				return err
+			},
+			func() (err error) {
+				ares, err = timeTries(ctx, prov, alone, t, list, ids, &b.Alone, &aRuns)
 				return err
 			},
 			func() (err error) {
@@ -68,7 +83,7 @@ func BenchTries(ctx context.Context, prov env.Provider, ws env.Workspaces, tasks
 			},
 		}
 		if i%2 == 1 {
-			paths[0], paths[1] = paths[1], paths[0]
+			slices.Reverse(paths)
 		}
 		for _, p := range paths {
 			if err := p(); err != nil {
@@ -79,14 +94,19 @@ func BenchTries(ctx context.Context, prov env.Provider, ws env.Workspaces, tasks
 			if sres[j].AllPass == rres[j].AllPass {
 				b.Agree++
 			}
+			if slices.Equal(sres[j].Failing, ares[j].Failing) && sres[j].Built == ares[j].Built {
+				b.AgreeServed++
+			} else if len(b.Disagree) < 20 {
+				b.Disagree = append(b.Disagree, fmt.Sprintf("%s#%d (%s): served %v, alone %v", t.ID, ids[j], list[ids[j]].Desc, sres[j].Failing, ares[j].Failing))
+			}
 		}
 	}
-	for _, p := range []*TryPath{&b.Schema, &b.Real} {
+	for _, p := range []*TryPath{&b.Schema, &b.Alone, &b.Real} {
 		if p.Seconds > 0 {
 			p.TriesPerSec = float64(p.Tries) / p.Seconds
 		}
 	}
-	b.Schema.RunMillisP50, b.Real.RunMillisP50 = p50ms(sRuns), p50ms(rRuns)
+	b.Schema.RunMillisP50, b.Alone.RunMillisP50, b.Real.RunMillisP50 = p50ms(sRuns), p50ms(aRuns), p50ms(rRuns)
 	if b.Real.TriesPerSec > 0 {
 		b.Ratio = b.Schema.TriesPerSec / b.Real.TriesPerSec
 	}

@@ -60,6 +60,8 @@ type Harness struct {
 	// patch, measured by the task's check in this harness: how long a
 	// fixed tree takes, which bounds a try tighter (tryTimeout).
 	goldTime sync.Map
+	// servers are the try servers running, by sandbox (serve.go).
+	servers sync.Map
 }
 
 // keyLocks are mutexes by key, made on demand and dropped when free.
@@ -110,6 +112,11 @@ type HarnessConfig struct {
 	// NoSchema makes every try a real build (go test with the candidate's
 	// file laid over): the plain path schemata are measured against.
 	NoSchema bool
+	// NoServe starts a process for each schema try, where otherwise an
+	// episode's tries are served by one process in its sandbox, when the
+	// sandbox can start one (env.Starter) and the package has no TestMain
+	// of its own (serve.go).
+	NoServe bool
 	// FlakeRuns is how many times more a task's check runs its
 	// FAIL_TO_PASS tests with the bug, in one process, once they failed:
 	// a task whose failing tests pass in any run is quarantined as flaky
@@ -171,8 +178,20 @@ type HarnessStats struct {
 	RealTries  int64 `json:"real_tries"`
 	// TryRuns counts the schema tries' runs of a test binary (one or two
 	// a try: the failing tests, then the others when one was fixed).
-	TryRuns  int64 `json:"try_runs"`
-	Verdicts int64 `json:"verdicts"`
+	TryRuns int64 `json:"try_runs"`
+	// Served counts the try runs a try server answered, ServerStarts the
+	// servers started (one an episode and schema, and one after each try
+	// that ended its process).
+	Served       int64 `json:"try_runs_served"`
+	ServerStarts int64 `json:"try_servers_started"`
+	// Confirmed counts the served runs that showed progress and ran again
+	// in a process of their own, whose answer stood.
+	Confirmed int64 `json:"served_runs_confirmed"`
+	// ServedEnded counts the served runs that ended their server (a
+	// panic, os.Exit, a time-out): the next try starts another, and the
+	// run, unless its server was fresh, runs again alone.
+	ServedEnded int64 `json:"served_runs_ended"`
+	Verdicts    int64 `json:"verdicts"`
 	// RealBuilds counts the real builds (of verdicts, checks' gold runs and
 	// run_tests) made into a test binary shared by the tree's content;
 	// RealShared the runs that found the tree built already (by any task's
@@ -206,7 +225,7 @@ type HarnessStats struct {
 type harnessCounters struct {
 	calls, hits, waited, execs, builds, tries, realTries, verdicts     atomic.Int64
 	realBuilds, realShared, timedOut, goTests, coverShared, coverAlone atomic.Int64
-	candSaved, tryRuns                                                 atomic.Int64
+	candSaved, tryRuns, served, serverStarts, confirmed, servedEnded   atomic.Int64
 	// nanos is the time computing each kind of call (run, cover, cand,
 	// try, verdict, and schema-build within try), by kind.
 	nanosMu sync.Mutex
@@ -227,7 +246,8 @@ func (h *Harness) Stats() HarnessStats {
 	s := HarnessStats{Calls: h.st.calls.Load(), Hits: h.st.hits.Load(), Waited: h.st.waited.Load(), Executions: h.st.execs.Load(),
 		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load(),
 		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load(), GoTests: h.st.goTests.Load(),
-		CoverShared: h.st.coverShared.Load(), CoverAlone: h.st.coverAlone.Load(), CandidatesSaved: h.st.candSaved.Load(), TryRuns: h.st.tryRuns.Load()}
+		CoverShared: h.st.coverShared.Load(), CoverAlone: h.st.coverAlone.Load(), CandidatesSaved: h.st.candSaved.Load(), TryRuns: h.st.tryRuns.Load(),
+		Served: h.st.served.Load(), ServerStarts: h.st.serverStarts.Load(), Confirmed: h.st.confirmed.Load(), ServedEnded: h.st.servedEnded.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
@@ -928,6 +948,8 @@ type trySchema struct {
 	dir string
 	// Bad are the candidate IDs the schema could not hold.
 	Bad map[int]bool `json:"bad"`
+	// Serve says the binary has frog's serving TestMain (serve.go).
+	Serve bool `json:"serve,omitempty"`
 }
 
 func (s *trySchema) holds(id int) bool { return !s.Bad[id] }
@@ -1068,6 +1090,7 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 		if len(bad) > 0 {
 			continue
 		}
+		s.Serve = addServeMain(sc, tmpl, t.Dir(), pkg.name)
 		ov, err := writeOverlayTo(ctx, sb, sc)
 		if err != nil {
 			return nil, err
@@ -1100,42 +1123,64 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 
 // trySchema runs candidate id through the schema: the failing tests first,
 // and the rest of the deciding tests only when some failing one passes.
+// The first run is served by the episode's try server where it has one
+// (serve.go); a served run that shows progress (a failing test passing) is
+// run again in a process of its own, whose answer stands, and so is the
+// second run: tests that leave state behind for the tests after them in
+// one process (pflag's global flags) judged fixes broken, 11 of 1,380
+// candidates of the bench's tasks, every one of them a served run with
+// progress or a second run.
 func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s *trySchema, id int, limit time.Duration) (env.TryResult, int, error) {
 	env1 := []string{"FROG_MUTANT=" + strconv.Itoa(id+1)}
 	if h.cfg.TryProcs > 0 {
 		env1 = append(env1, "GOMAXPROCS="+strconv.Itoa(h.cfg.TryProcs))
 	}
-	run := func(tests []string) (testRun, error) {
-		bin := s.bin
-		if !filepath.IsAbs(bin) {
-			bin = upTo(s.dir) + bin
+	bin := s.bin
+	if !filepath.IsAbs(bin) {
+		bin = upTo(s.dir) + bin
+	}
+	runs := 0
+	run := func(tests []string, serve bool) (testRun, bool, error) {
+		runs++
+		r, served, err := runResult{}, false, error(nil)
+		if serve {
+			r, served, err = h.served(ctx, sb, s, bin, env1[1:], id+1, tests, limit)
 		}
-		r, err := runIn(ctx, sb, s.dir, bin, env1, limit+time.Second,
-			"-test.v=test2json", "-test.count=1", "-test.timeout", limit.String(), "-test.run", runRegexp(tests))
+		if !served && err == nil {
+			r, err = runIn(ctx, sb, s.dir, bin, env1, limit+time.Second,
+				"-test.v=test2json", "-test.count=1", "-test.timeout", limit.String(), "-test.run", runRegexp(tests))
+		}
 		if err != nil {
-			return testRun{}, err
+			return testRun{}, served, err
 		}
 		tr := parseChatty(r)
 		if tr.timedOut {
 			h.st.timedOut.Add(1)
 			h.st.spent("try-timed-out", r.wall)
 		}
-		return tr, nil
+		return tr, served, nil
 	}
-	first, err := run(t.FailToPass)
+	first, served, err := run(t.FailToPass, true)
 	if err != nil {
-		return env.TryResult{}, 0, err
+		return env.TryResult{}, runs - 1, err
 	}
 	failing := notPassed(t.FailToPass, first)
-	if len(failing) == len(t.FailToPass) || len(t.PassToPass) == 0 {
-		return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, 1, nil
+	if served && len(failing) < len(t.FailToPass) {
+		h.st.confirmed.Add(1)
+		if first, _, err = run(t.FailToPass, false); err != nil {
+			return env.TryResult{}, runs - 1, err
+		}
+		failing = notPassed(t.FailToPass, first)
 	}
-	second, err := run(t.PassToPass)
+	if len(failing) == len(t.FailToPass) || len(t.PassToPass) == 0 {
+		return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, runs, nil
+	}
+	second, _, err := run(t.PassToPass, false)
 	if err != nil {
-		return env.TryResult{}, 1, err
+		return env.TryResult{}, runs - 1, err
 	}
 	failing = append(failing, notPassed(t.PassToPass, second)...)
-	return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, 2, nil
+	return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, runs, nil
 }
 
 func notPassed(tests []string, tr testRun) []string {

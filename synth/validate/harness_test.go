@@ -210,6 +210,26 @@ func TestSchemaAgreesWithRealBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schema harness served its tries from one process (the process
+	// sandbox starts one); a process a try gives the same results.
+	alone := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, NoServe: true})
+	c, _, err := alone.Try(ctx, sb, ws, list, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, c) {
+		t.Errorf("served tries differ from a process each:\nserved %+v\nalone  %+v", a, c)
+	}
+	// A served run that shows progress (Max's fixes) runs again alone.
+	if st := schema.Stats(); st.Served == 0 || st.ServerStarts == 0 || st.Confirmed == 0 || st.Served+st.Confirmed > st.TryRuns {
+		t.Errorf("schema harness: %d of %d try runs served by %d servers, %d confirmed alone; want some served, from at least one, and the fixes confirmed",
+			st.Served, st.TryRuns, st.ServerStarts, st.Confirmed)
+	}
+	if st := alone.Stats(); st.Served != 0 || st.ServerStarts != 0 || st.TryRuns == 0 {
+		t.Errorf("with NoServe: %d try runs served with %d servers, of %d; want none served", st.Served, st.ServerStarts, st.TryRuns)
+	}
+	st := schema.Stats()
+	t.Logf("%d candidates: %d try runs, %d served by %d processes, %d confirmed alone", len(list), st.TryRuns, st.Served, st.ServerStarts, st.Confirmed)
 	fixes := 0
 	for i := range a {
 		ga, gb := a[i], b[i]
@@ -380,5 +400,46 @@ func TestCheckSharesTheCoverageBinary(t *testing.T) {
 	// the outcome cache.
 	if !cost.Cached || cost.Executions != 0 || got.Passed["TestMax"] || !got.Passed["TestAbs"] {
 		t.Errorf("cached %v, %d test runs, passed %v; want cached, no run, TestMax failing and TestAbs passing", cost.Cached, cost.Executions, got.Passed)
+	}
+}
+
+// TestServedTriesSurvivePanics: a candidate whose tests panic (as the bug
+// of many tasks makes them) fails its tests, as in a process of its own,
+// and leaves the episode's try server running for the next try; a try that
+// ends a server where a test panicked before (a loop, here) runs again
+// alone.
+func TestServedTriesSurvivePanics(t *testing.T) {
+	tmpl, task := buggyTiny(t)
+	sb := laidOut(t, tmpl)
+	ctx := context.Background()
+	ws := env.NewWorkspace(task)
+	at := strings.Index(string(mustRead(t, tmpl, "calc/calc.go")), "if a < b {")
+	list := []env.Candidate{
+		{ID: 0, File: "calc/calc.go", Line: 8, Op: "test", Desc: "index out of range", Edits: []env.Edit{{Offset: at, Old: "if a < b {", New: "if []int{}[a] < b {"}}},
+		{ID: 1, File: "calc/calc.go", Line: 8, Op: "test", Desc: "the fix", Edits: []env.Edit{{Offset: at, Old: "if a < b {", New: "if a > b {"}}},
+		{ID: 2, File: "calc/calc.go", Line: 8, Op: "test", Desc: "a loop", Edits: []env.Edit{{Offset: at, Old: "if a < b {", New: "for a < b+1 {}; if a < b {"}}},
+	}
+	ids := []int{0, 1, 0, 2, 0}
+	served := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true})
+	alone := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, NoServe: true})
+	a, _, err := served.Try(ctx, sb, ws, list, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := alone.Try(ctx, sb, ws, list, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("served tries differ from a process each:\nserved %+v\nalone  %+v", a, b)
+	}
+	if a[0].AllPass || !slices.Equal(a[0].Failing, []string{"TestMax"}) || !a[1].AllPass || a[3].AllPass {
+		t.Errorf("tries = %+v; want the panicking candidate and the loop failing TestMax and the fix passing", a)
+	}
+	// One server for the first three tries; the loop ends it and runs
+	// alone; the last try starts another.
+	if st := served.Stats(); st.ServerStarts != 2 || st.ServedEnded != 1 || st.Served != 4 || st.TimedOut != 1 {
+		t.Errorf("%d servers started, %d ended by a try, %d runs served, %d timed out; want 2, 1 (the loop), 4 and 1 (the loop's run alone)",
+			st.ServerStarts, st.ServedEnded, st.Served, st.TimedOut)
 	}
 }

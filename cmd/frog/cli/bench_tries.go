@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -131,6 +132,17 @@ type episodePass struct {
 	Tries    int64 `json:"tries_computed"`
 	TryRuns  int64 `json:"try_runs"`
 	Verdicts int64 `json:"verdicts_computed"`
+	// Served are the try runs a try server answered, ServerStarts the
+	// servers started (validate.HarnessStats).
+	Served       int64 `json:"try_runs_served"`
+	ServerStarts int64 `json:"try_servers_started"`
+	Confirmed    int64 `json:"served_runs_confirmed"`
+	ServedEnded  int64 `json:"served_runs_ended"`
+	// CPUSeconds is the CPU time (user and system) of frog and of the
+	// processes it waited for (test binaries, builds, servers) during the
+	// pass: steadier than the wall time on a machine with other load, and
+	// what two cores bound (episodes/s <= 2 * Episodes / CPUSeconds).
+	CPUSeconds float64 `json:"cpu_seconds"`
 	// Seconds is the harness's time per kind of call in this pass
 	// (validate.HarnessStats.Seconds).
 	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
@@ -217,7 +229,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		pol  policy.Policy
 	}{{"first", tenv.h, pol}, {"second", tenv.h, pol}, {"later-run", later, laterPol}} {
 		log.Info().Str("pass", pass.name).Msg("episodes")
-		before := pass.h.Stats()
+		before, cpu0 := pass.h.Stats(), cpuSeconds()
 		var e actors.EvalReport
 		pprof.Do(ctx, pprof.Labels("phase", pass.name), func(ctx context.Context) {
 			e, err = actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: checked, Samples: o.groupSize}, pass.pol,
@@ -230,7 +242,8 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		p := episodePass{Pass: pass.name, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
 			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
 			RealBuilds: after.RealBuilds - before.RealBuilds, Tries: after.Tries - before.Tries, TryRuns: after.TryRuns - before.TryRuns,
-			Verdicts: after.Verdicts - before.Verdicts}
+			Verdicts: after.Verdicts - before.Verdicts, Served: after.Served - before.Served, ServerStarts: after.ServerStarts - before.ServerStarts,
+			Confirmed: after.Confirmed - before.Confirmed, ServedEnded: after.ServedEnded - before.ServedEnded, CPUSeconds: cpuSeconds() - cpu0}
 		if p.Seconds > 0 {
 			p.PerSecond = float64(p.Episodes) / p.Seconds
 		}
@@ -320,6 +333,19 @@ func medianMs(ds []time.Duration) float64 {
 	return float64(s[len(s)/2].Microseconds()) / 1000
 }
 
+// cpuSeconds is the CPU time of this process and of the children it has
+// waited for, user and system.
+func cpuSeconds() float64 {
+	var total float64
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if syscall.Getrusage(who, &ru) == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		}
+	}
+	return total
+}
+
 func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
@@ -328,14 +354,15 @@ func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 	if t := r.Tries; t.Tasks > 0 {
 		fmt.Fprintf(tw, "tries\t%d candidates of %d tasks\tagree %d/%d\t\n", t.Candidates, t.Tasks, t.Agree, t.Candidates)
 		fmt.Fprintf(tw, "  schema\t%.1f tries/s\trun p50 %.1f ms\tbuilds %.1f s in all\n", t.Schema.TriesPerSec, t.Schema.RunMillisP50, t.Schema.BuildSeconds)
+		fmt.Fprintf(tw, "  schema, a process a try\t%.1f tries/s\trun p50 %.1f ms\tserved and alone agree %d/%d\n", t.Alone.TriesPerSec, t.Alone.RunMillisP50, t.AgreeServed, t.Candidates)
 		fmt.Fprintf(tw, "  real build\t%.2f tries/s\trun p50 %.0f ms\t\n", t.Real.TriesPerSec, t.Real.RunMillisP50)
 		fmt.Fprintf(tw, "  ratio\t%.1f×\t\t\n", t.Ratio)
 	}
 	fmt.Fprintf(tw, "check\t%d tasks in %.1f s\tfirst pass with its tasks' share: %.2f episodes/s\tlater run's check %.1f s, with it: %.2f episodes/s\n",
 		r.Check.Tasks, r.Check.Seconds, r.Check.FirstPassPerSecond, r.Check.LaterSeconds, r.Check.LaterPerSecond)
 	for _, p := range r.Episodes {
-		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d schema and %d real builds\n",
-			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds, p.RealBuilds)
+		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s (%.1f CPU-s)\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d schema and %d real builds\n",
+			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.CPUSeconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds, p.RealBuilds)
 	}
 	fmt.Fprintf(tw, "open\twith task cache %.1f ms p50\twithout %.1f ms p50\tratio %.1f×\n", r.Open.CachedMillisP50, r.Open.UncachedMillisP50, r.Open.Ratio)
 	for _, p := range r.Episodes {

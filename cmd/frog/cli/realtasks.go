@@ -21,12 +21,14 @@ type taskOptions struct {
 	Workspaces string   `json:"workspaces"`
 	Locals     []string `json:"locals,omitempty"`
 	NoCache    bool     `json:"no_outcome_cache"`
+	NoServe    bool     `json:"no_try_server,omitempty"`
 }
 
 func (t *taskOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&t.Workspaces, "workspaces", source.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates (each task's module with its bug), made once and reused")
 	f.StringSliceVar(&t.Locals, "local", nil, "a local module directory that stored tasks were made from (repeatable); tasks of modules with a version are fetched through the module proxy")
 	f.BoolVar(&t.NoCache, "no-outcome-cache", false, "run every test again instead of answering repeated states from the outcome cache")
+	f.BoolVar(&t.NoServe, "no-try-server", false, "start a test process for every try instead of serving an episode's tries from one (process sandboxes)")
 }
 
 // taskEnv is what plays real tasks: their workspaces, the harness that runs
@@ -59,7 +61,7 @@ func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerol
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sandbox %s: %w", spec.Kind, err)
 	}
-	hcfg := validate.HarnessConfig{NoCache: o.NoCache, BinCache: filepath.Join(ws.Root(), "bin")}
+	hcfg := validate.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, BinCache: filepath.Join(ws.Root(), "bin")}
 	h := validate.NewHarness(ws, hcfg)
 	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log), hcfg: hcfg}, prov, release, nil
 }

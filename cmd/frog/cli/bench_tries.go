@@ -47,9 +47,11 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
 		Long: `tries measures, in one run on the same tasks:
 
   tries/s      the same candidates of each task tried through one mutant-schema
-               binary (one build for the list, then a test run per try) and by a
-               real build per try (go test with the edited file laid over), with
-               no outcome cache; the ratio, and whether both judged alike;
+               binary (one build for the list, then a test run per try: served
+               by one test process, as episodes in process sandboxes try them,
+               and a process a try) and by a real build per try (go test with
+               the edited file laid over), with no outcome cache; the ratio, and
+               whether the paths judged alike;
   episodes/s   episodes of up to --tries tries each (--policy, G = --group-size
                per task) in the run's sandboxes with the outcome cache and shared
                schema binaries on, as training runs them: a first pass over the
@@ -57,7 +59,9 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
                answer cached), and the first pass of a later run on the same
                store (a new harness: no answer cached, the binaries the first
                pass built still on disk, the policy's other seeds; its tasks
-               checked again first, timed apart);
+               checked again first, timed apart), each with its CPU time
+               (frog's and its test processes', builds'), its try runs and
+               how many a try server answered;
   open         sandbox open time for a task with its workspace template made
                (the task cache) against laying the workspace out from the module
                each time (no task cache), p50;

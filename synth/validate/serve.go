@@ -180,8 +180,8 @@ type tryServer struct {
 // served runs tests with mutant of schema s in the server of sb, starting
 // it when sb has none for s; ok is false where tries cannot be served (no
 // env.Starter, a binary without frog's TestMain, a server that could not
-// start) or the run ended a server that had served earlier tries, and the
-// caller runs a process of its own.
+// start) or the run ended a server in which a test had panicked before,
+// and the caller runs a process of its own.
 func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin string, vars []string, mutant int, tests []string, limit time.Duration) (r runResult, ok bool, err error) {
 	st, can := sb.(env.Starter)
 	if !can || !s.Serve || h.cfg.NoServe {

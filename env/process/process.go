@@ -593,11 +593,16 @@ func (p *proc) Stdout() io.Reader     { return p.stdout }
 func (p *proc) Done() <-chan struct{} { return p.done }
 func (p *proc) ExitCode() int         { <-p.done; return p.exit }
 
-// Kill kills the command's process group and, so that a reader blocked on
-// a pipe another process of it still holds returns, closes the reading end.
+// Kill kills the command's process group (unless it has been reaped: its
+// pid may be another's by then) and, so that a reader blocked on a pipe
+// another process of it still holds returns, closes the reading end.
 func (p *proc) Kill() {
 	p.killed.Do(func() {
-		kill(p.pid)
+		select {
+		case <-p.done:
+		default:
+			kill(p.pid)
+		}
 		p.stdout.Close()
 	})
 }

@@ -396,11 +396,8 @@ func (s *Sandbox) isClosed() bool {
 // timeout or cancellation its process group is killed; with a pid namespace
 // every process it started dies with it.
 func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResult, error) {
-	if len(opts.Cmd) == 0 {
-		return env.ExecResult{}, errors.New("process: exec: empty command")
-	}
-	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
-		return env.ExecResult{}, fmt.Errorf("process: exec: directory %q is not in the workspace", opts.Dir)
+	if err := checkOpts("exec", opts); err != nil {
+		return env.ExecResult{}, err
 	}
 	s.ops.Lock()
 	defer s.ops.Unlock()
@@ -430,12 +427,8 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	defer outR.Close()
 	defer errR.Close()
 	defer inW.Close()
-	name, err := lookPath(opts.Cmd[0], s.env)
-	cmd := exec.Command(name, opts.Cmd[1:]...)
-	cmd.Dir = filepath.Join(s.ws, opts.Dir)
-	cmd.Env = slices.Concat(s.env, opts.Env)
+	cmd, err := s.command(opts)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
 	if err == nil {
 		err = cmd.Start()
 	}
@@ -510,20 +503,41 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	return res, nil
 }
 
+// checkOpts refuses what no command can run as: an empty one, a directory
+// outside the workspace (the agent's mistake, not an infrastructure fault).
+func checkOpts(op string, opts env.ExecOptions) error {
+	if len(opts.Cmd) == 0 {
+		return fmt.Errorf("process: %s: empty command", op)
+	}
+	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
+		return fmt.Errorf("process: %s: directory %q is not in the workspace", op, opts.Dir)
+	}
+	return nil
+}
+
+// command is opts' command as Exec and Start run it: in the workspace (its
+// Dir), with the sandbox's environment and opts.Env, in the provider's
+// namespaces. err is the lookup's (the command is not on the PATH).
+func (s *Sandbox) command(opts env.ExecOptions) (*exec.Cmd, error) {
+	name, err := lookPath(opts.Cmd[0], s.env)
+	cmd := exec.Command(name, opts.Cmd[1:]...)
+	cmd.Dir = filepath.Join(s.ws, opts.Dir)
+	cmd.Env = slices.Concat(s.env, opts.Env)
+	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
+	return cmd, err
+}
+
 // Start starts a command in the workspace as Exec runs one (its own process
 // group and namespaces, the rlimits), with its standard output and error on
 // one pipe that the caller reads. Close kills it.
 func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process, error) {
-	if len(opts.Cmd) == 0 {
-		return nil, errors.New("process: start: empty command")
-	}
-	if opts.Dir != "" && !filepath.IsLocal(opts.Dir) {
-		return nil, fmt.Errorf("process: start: directory %q is not in the workspace", opts.Dir)
+	if err := checkOpts("start", opts); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	name, err := lookPath(opts.Cmd[0], s.env)
+	cmd, err := s.command(opts)
 	if err != nil {
 		return nil, fmt.Errorf("process: start: %w", err)
 	}
@@ -537,11 +551,7 @@ func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process,
 		}
 		return nil, env.Infra(fmt.Errorf("process: start %s: %w", opts.Cmd[0], err))
 	}
-	cmd := exec.Command(name, opts.Cmd[1:]...)
-	cmd.Dir = filepath.Join(s.ws, opts.Dir)
-	cmd.Env = slices.Concat(s.env, opts.Env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
-	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
 	var p *proc
 	s.mu.Lock() // Close kills what is in started: none may start after it
 	if s.closed {

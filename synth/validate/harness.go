@@ -189,7 +189,8 @@ type HarnessStats struct {
 	Confirmed int64 `json:"served_runs_confirmed"`
 	// ServedEnded counts the served runs that ended their server (a
 	// panic, os.Exit, a time-out): the next try starts another, and the
-	// run, unless its server was fresh, runs again alone.
+	// run, where a test had panicked in that server before, runs again
+	// alone.
 	ServedEnded int64 `json:"served_runs_ended"`
 	Verdicts    int64 `json:"verdicts"`
 	// RealBuilds counts the real builds (of verdicts, checks' gold runs and
@@ -1131,10 +1132,11 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 // candidates of the bench's tasks, every one of them a served run with
 // progress or a second run.
 func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s *trySchema, id int, limit time.Duration) (env.TryResult, int, error) {
-	env1 := []string{"FROG_MUTANT=" + strconv.Itoa(id+1)}
+	var procs []string // the server's environment: it sets the mutant itself
 	if h.cfg.TryProcs > 0 {
-		env1 = append(env1, "GOMAXPROCS="+strconv.Itoa(h.cfg.TryProcs))
+		procs = []string{"GOMAXPROCS=" + strconv.Itoa(h.cfg.TryProcs)}
 	}
+	env1 := append([]string{"FROG_MUTANT=" + strconv.Itoa(id+1)}, procs...)
 	bin := s.bin
 	if !filepath.IsAbs(bin) {
 		bin = upTo(s.dir) + bin
@@ -1144,7 +1146,7 @@ func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s 
 		runs++
 		r, served, err := runResult{}, false, error(nil)
 		if serve {
-			r, served, err = h.served(ctx, sb, s, bin, env1[1:], id+1, tests, limit)
+			r, served, err = h.served(ctx, sb, s, bin, procs, id+1, tests, limit)
 		}
 		if !served && err == nil {
 			r, err = runIn(ctx, sb, s.dir, bin, env1, limit+time.Second,

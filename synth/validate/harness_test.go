@@ -212,14 +212,7 @@ func TestSchemaAgreesWithRealBuild(t *testing.T) {
 	}
 	// The schema harness served its tries from one process (the process
 	// sandbox starts one); a process a try gives the same results.
-	alone := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, NoServe: true})
-	c, _, err := alone.Try(ctx, sb, ws, list, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(a, c) {
-		t.Errorf("served tries differ from a process each:\nserved %+v\nalone  %+v", a, c)
-	}
+	alone := triedAlone(t, tmpl, sb, ws, list, ids, a)
 	// A served run that shows progress (Max's fixes) runs again alone.
 	if st := schema.Stats(); st.Served == 0 || st.ServerStarts == 0 || st.Confirmed == 0 || st.Served+st.Confirmed > st.TryRuns {
 		t.Errorf("schema harness: %d of %d try runs served by %d servers, %d confirmed alone; want some served, from at least one, and the fixes confirmed",
@@ -421,18 +414,11 @@ func TestServedTriesSurvivePanics(t *testing.T) {
 	}
 	ids := []int{0, 1, 0, 2, 0}
 	served := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true})
-	alone := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, NoServe: true})
 	a, _, err := served.Try(ctx, sb, ws, list, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := alone.Try(ctx, sb, ws, list, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(a, b) {
-		t.Errorf("served tries differ from a process each:\nserved %+v\nalone  %+v", a, b)
-	}
+	triedAlone(t, tmpl, sb, ws, list, ids, a)
 	if a[0].AllPass || !slices.Equal(a[0].Failing, []string{"TestMax"}) || !a[1].AllPass || a[3].AllPass {
 		t.Errorf("tries = %+v; want the panicking candidate and the loop failing TestMax and the fix passing", a)
 	}
@@ -442,4 +428,19 @@ func TestServedTriesSurvivePanics(t *testing.T) {
 		t.Errorf("%d servers started, %d ended by a try, %d runs served, %d timed out; want 2, 1 (the loop), 4 and 1 (the loop's run alone)",
 			st.ServerStarts, st.ServedEnded, st.Served, st.TimedOut)
 	}
+}
+
+// triedAlone tries ids of list with a harness that starts a process a try
+// and requires the results served got; it returns that harness.
+func triedAlone(t *testing.T, tmpl string, sb env.Sandbox, ws *env.Workspace, list []env.Candidate, ids []int, served []env.TryResult) *Harness {
+	t.Helper()
+	alone := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{NoCache: true, NoServe: true})
+	got, _, err := alone.Try(context.Background(), sb, ws, list, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(served, got) {
+		t.Errorf("served tries differ from a process each:\nserved %+v\nalone  %+v", served, got)
+	}
+	return alone
 }

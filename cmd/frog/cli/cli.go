@@ -64,11 +64,16 @@ func ExitCode(err error) int {
 }
 
 // Main runs frog with the process's arguments and streams: the first SIGINT
-// or SIGTERM shuts the job down gracefully, a second one kills it.
+// or SIGTERM shuts the job down gracefully, a second one, from a second
+// after the first on, kills it. Signals within that second are one request
+// sent twice: timeout(1) sends its signal to the command and then to the
+// command's process group, and the second killed frog before it wrote its
+// summary (CI, under load).
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
+		time.Sleep(time.Second)
 		stop() // a second signal now terminates the process
 	}()
 	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -199,6 +199,9 @@ type HarnessStats struct {
 	// sandbox).
 	RealBuilds int64 `json:"real_builds"`
 	RealShared int64 `json:"real_shared"`
+	// CoverBuilds counts the coverage test binaries built (a task's
+	// check's, or a changed state's coverage).
+	CoverBuilds int64 `json:"cover_builds"`
 	// TimedOut counts the schema tries that ran out of time (a candidate
 	// that makes a test loop): their time is Seconds["try-timed-out"].
 	TimedOut int64 `json:"tries_timed_out"`
@@ -227,6 +230,7 @@ type harnessCounters struct {
 	calls, hits, waited, execs, builds, tries, realTries, verdicts     atomic.Int64
 	realBuilds, realShared, timedOut, goTests, coverShared, coverAlone atomic.Int64
 	candSaved, tryRuns, served, serverStarts, confirmed, servedEnded   atomic.Int64
+	coverBuilds                                                        atomic.Int64
 	// nanos is the time computing each kind of call (run, cover, cand,
 	// try, verdict, and schema-build within try), by kind.
 	nanosMu sync.Mutex
@@ -248,7 +252,8 @@ func (h *Harness) Stats() HarnessStats {
 		Builds: h.st.builds.Load(), Tries: h.st.tries.Load(), RealTries: h.st.realTries.Load(), Verdicts: h.st.verdicts.Load(),
 		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load(), GoTests: h.st.goTests.Load(),
 		CoverShared: h.st.coverShared.Load(), CoverAlone: h.st.coverAlone.Load(), CandidatesSaved: h.st.candSaved.Load(), TryRuns: h.st.tryRuns.Load(),
-		Served: h.st.served.Load(), ServerStarts: h.st.serverStarts.Load(), Confirmed: h.st.confirmed.Load(), ServedEnded: h.st.servedEnded.Load()}
+		Served: h.st.served.Load(), ServerStarts: h.st.serverStarts.Load(), Confirmed: h.st.confirmed.Load(), ServedEnded: h.st.servedEnded.Load(),
+		CoverBuilds: h.st.coverBuilds.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
@@ -1519,6 +1524,7 @@ const coverBin = ".frog/cover.test"
 // own.
 func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (runResult, error) {
 	defer func(start time.Time) { h.st.spent("cover-build", time.Since(start)) }(time.Now())
+	h.st.coverBuilds.Add(1)
 	pkg := ""
 	if src, err := currentFile(ctx, sb, ws, ws.Task.File); err == nil {
 		pkg = packageName(src)

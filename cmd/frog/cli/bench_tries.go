@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -67,7 +68,13 @@ func newBenchTriesCmd(g *globals) *cobra.Command {
                each time (no task cache), p50;
   check        the tasks' check (quarantine: the bug's tests, the gold patch's)
                before the passes, timed, and the first pass's rate counting
-               its tasks' share of it: every new task of a run pays it once.
+               its tasks' share of it: every new task of a run pays it once;
+               with its CPU time and builds;
+  a new task   what a task new to a run costs, its check and its first group:
+               builds and CPU seconds, and the episodes/s that CPU alone
+               allows a run over new tasks (cores × G / CPU-s), against the
+               CPU seconds of an episode of a task whose binaries are built
+               (the later run and its check) and the rate they allow.
 
 --per-task 0 skips the tries/s comparison (which also warms the Go build
 cache with the tasks' packages, making the first pass less cold).
@@ -113,6 +120,7 @@ type benchTriesReport struct {
 	// would cost.
 	Check    checkBench            `json:"check"`
 	Episodes []episodePass         `json:"episodes"`
+	NewTask  newTaskCost           `json:"new_task"`
 	Open     openBench             `json:"open"`
 	Harness  validate.HarnessStats `json:"harness"`
 }
@@ -147,6 +155,12 @@ type episodePass struct {
 	// pass: steadier than the wall time on a machine with other load, and
 	// what two cores bound (episodes/s <= 2 * Episodes / CPUSeconds).
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// CoverBuilds are the coverage binaries this pass built (of states an
+	// episode changed and asked the coverage of).
+	CoverBuilds int64 `json:"cover_builds"`
+	// GoTests are its go test runs (a build each, where no binary could
+	// be shared).
+	GoTests int64 `json:"go_test_runs"`
 	// Seconds is the harness's time per kind of call in this pass
 	// (validate.HarnessStats.Seconds).
 	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
@@ -163,6 +177,30 @@ type checkBench struct {
 	// of the later run's pass.
 	LaterSeconds   float64 `json:"later_run_seconds"`
 	LaterPerSecond float64 `json:"later_run_with_check_episodes_per_second"`
+	LaterCPU       float64 `json:"later_run_cpu_seconds"`
+	// CPUSeconds is the first check's CPU time (as episodePass's), and
+	// CoverBuilds, RealBuilds and GoTests its builds: a coverage binary of
+	// each task with its bug, the gold trees not found built, and go test
+	// runs where no binary could be shared.
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	CoverBuilds int64   `json:"cover_builds"`
+	RealBuilds  int64   `json:"real_builds"`
+	GoTests     int64   `json:"go_test_runs"`
+}
+
+// newTaskCost is what a task new to a run costs (its check and its first
+// pass's group) against an episode of a task whose binaries a run built
+// before (the later run and its check), in CPU time: on a machine of
+// Cores cores, CPU alone caps a run over new tasks, G episodes each, at
+// Cores·G/CPUSeconds episodes a second.
+type newTaskCost struct {
+	Builds             float64 `json:"builds"`
+	CPUSeconds         float64 `json:"cpu_seconds"`
+	Group              int     `json:"group"`
+	Cores              int     `json:"cores"`
+	CeilingPerSecond   float64 `json:"ceiling_episodes_per_second"`
+	KnownEpisodeCPU    float64 `json:"known_task_episode_cpu_seconds"`
+	KnownCeilingPerSec float64 `json:"known_task_ceiling_episodes_per_second"`
 }
 
 type openBench struct {
@@ -185,7 +223,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return err
 	}
 	defer release()
-	checkStart := time.Now()
+	checkStart, checkCPU, checkStats := time.Now(), cpuSeconds(), tenv.h.Stats()
 	considered := recs[:min(len(recs), 4*o.limit)]
 	var checked []actors.EvalTask
 	var quarantined []string
@@ -199,7 +237,10 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return fmt.Errorf("no task of the %d considered holds up (all quarantined: %s)", len(considered), strings.Join(quarantined, ", "))
 	}
 	var rep benchTriesReport
-	rep.Check = checkBench{Tasks: len(considered), Seconds: time.Since(checkStart).Seconds()}
+	after := tenv.h.Stats()
+	rep.Check = checkBench{Tasks: len(considered), Seconds: time.Since(checkStart).Seconds(), CPUSeconds: cpuSeconds() - checkCPU,
+		CoverBuilds: after.CoverBuilds - checkStats.CoverBuilds, RealBuilds: after.RealBuilds - checkStats.RealBuilds,
+		GoTests: after.GoTests - checkStats.GoTests}
 	checked = checked[:min(len(checked), o.limit)]
 	tasks := make([]*env.Task, len(checked))
 	for i := range checked {
@@ -222,11 +263,11 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	laterPol, _ := evalPolicy(o.policy, 2)
 	// A later run checks its tasks as every run does (what the tries'
 	// time limits learn from): timed apart, as the first run's check is.
-	laterCheck := time.Now()
+	laterCheck, laterCPU := time.Now(), cpuSeconds()
 	pprof.Do(ctx, pprof.Labels("phase", "later-check"), func(ctx context.Context) {
 		source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
 	})
-	rep.Check.LaterSeconds = time.Since(laterCheck).Seconds()
+	rep.Check.LaterSeconds, rep.Check.LaterCPU = time.Since(laterCheck).Seconds(), cpuSeconds()-laterCPU
 	for _, pass := range []struct {
 		name string
 		h    *validate.Harness
@@ -247,7 +288,8 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
 			RealBuilds: after.RealBuilds - before.RealBuilds, Tries: after.Tries - before.Tries, TryRuns: after.TryRuns - before.TryRuns,
 			Verdicts: after.Verdicts - before.Verdicts, Served: after.Served - before.Served, ServerStarts: after.ServerStarts - before.ServerStarts,
-			Confirmed: after.Confirmed - before.Confirmed, ServedEnded: after.ServedEnded - before.ServedEnded, CPUSeconds: cpuSeconds() - cpu0}
+			Confirmed: after.Confirmed - before.Confirmed, ServedEnded: after.ServedEnded - before.ServedEnded, CPUSeconds: cpuSeconds() - cpu0,
+			CoverBuilds: after.CoverBuilds - before.CoverBuilds, GoTests: after.GoTests - before.GoTests}
 		if p.Seconds > 0 {
 			p.PerSecond = float64(p.Episodes) / p.Seconds
 		}
@@ -271,11 +313,45 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 			rep.Check.LaterPerSecond = float64(p.Episodes) / (p.Seconds + rep.Check.LaterSeconds)
 		}
 	}
+	rep.NewTask = costOfNewTask(rep, len(checked))
 	rep.Harness = tenv.h.Stats()
 	if rep.Open, err = benchOpen(ctx, o, tenv, tasks, log); err != nil {
 		return err
 	}
 	return rep.print(g.stdout, o.json)
+}
+
+// costOfNewTask works out newTaskCost from the check and the passes of
+// rep, n of whose checked tasks the passes played.
+func costOfNewTask(rep benchTriesReport, n int) newTaskCost {
+	c := newTaskCost{Cores: runtime.GOMAXPROCS(0)}
+	var first, later *episodePass
+	for i, p := range rep.Episodes {
+		switch p.Pass {
+		case "first":
+			first = &rep.Episodes[i]
+		case "later-run":
+			later = &rep.Episodes[i]
+		}
+	}
+	if first == nil || n == 0 || rep.Check.Tasks == 0 {
+		return c
+	}
+	share := float64(n) / float64(rep.Check.Tasks) // of the check, the played tasks'
+	c.Group = first.Episodes / n
+	checkBuilds := rep.Check.CoverBuilds + rep.Check.RealBuilds + rep.Check.GoTests
+	c.Builds = (share*float64(checkBuilds) + float64(first.Builds+first.RealBuilds+first.CoverBuilds+first.GoTests)) / float64(n)
+	c.CPUSeconds = (share*rep.Check.CPUSeconds + first.CPUSeconds) / float64(n)
+	if c.CPUSeconds > 0 {
+		c.CeilingPerSecond = float64(c.Cores*c.Group) / c.CPUSeconds
+	}
+	if later != nil && later.Episodes > 0 {
+		c.KnownEpisodeCPU = (later.CPUSeconds + rep.Check.LaterCPU) / float64(later.Episodes)
+		if c.KnownEpisodeCPU > 0 {
+			c.KnownCeilingPerSec = float64(c.Cores) / c.KnownEpisodeCPU
+		}
+	}
+	return c
 }
 
 // benchOpen times sandbox opens of the tasks with their templates made
@@ -362,11 +438,15 @@ func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(tw, "  real build\t%.2f tries/s\trun p50 %.0f ms\t\n", t.Real.TriesPerSec, t.Real.RunMillisP50)
 		fmt.Fprintf(tw, "  ratio\t%.1f×\t\t\n", t.Ratio)
 	}
-	fmt.Fprintf(tw, "check\t%d tasks in %.1f s\tfirst pass with its tasks' share: %.2f episodes/s\tlater run's check %.1f s, with it: %.2f episodes/s\n",
-		r.Check.Tasks, r.Check.Seconds, r.Check.FirstPassPerSecond, r.Check.LaterSeconds, r.Check.LaterPerSecond)
+	fmt.Fprintf(tw, "check\t%d tasks in %.1f s (%.1f CPU-s, %d builds)\tfirst pass with its tasks' share: %.2f episodes/s\tlater run's check %.1f s, with it: %.2f episodes/s\n",
+		r.Check.Tasks, r.Check.Seconds, r.Check.CPUSeconds, r.Check.CoverBuilds+r.Check.RealBuilds+r.Check.GoTests, r.Check.FirstPassPerSecond, r.Check.LaterSeconds, r.Check.LaterPerSecond)
 	for _, p := range r.Episodes {
 		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s (%.1f CPU-s)\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d schema and %d real builds\n",
 			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.CPUSeconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds, p.RealBuilds)
+	}
+	if n := r.NewTask; n.CPUSeconds > 0 {
+		fmt.Fprintf(tw, "a new task\t%.1f builds, %.1f CPU-s (its check and its group of %d)\tCPU caps new tasks at %.1f episodes/s on %d cores\tan episode of a built task: %.3f CPU-s (cap %.0f episodes/s)\n",
+			n.Builds, n.CPUSeconds, n.Group, n.CeilingPerSecond, n.Cores, n.KnownEpisodeCPU, n.KnownCeilingPerSec)
 	}
 	fmt.Fprintf(tw, "open\twith task cache %.1f ms p50\twithout %.1f ms p50\tratio %.1f×\n", r.Open.CachedMillisP50, r.Open.UncachedMillisP50, r.Open.Ratio)
 	for _, p := range r.Episodes {

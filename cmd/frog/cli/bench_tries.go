@@ -174,7 +174,7 @@ type checkBench struct {
 	FirstPassPerSecond float64 `json:"first_pass_with_check_episodes_per_second"`
 	// LaterSeconds is the later run's check of the tasks played (its
 	// binaries built by the first run's); LaterPerSecond counts it as part
-	// of the later run's pass.
+	// of the later run's pass; LaterCPU is its CPU time.
 	LaterSeconds   float64 `json:"later_run_seconds"`
 	LaterPerSecond float64 `json:"later_run_with_check_episodes_per_second"`
 	LaterCPU       float64 `json:"later_run_cpu_seconds"`

@@ -203,6 +203,13 @@ type newTaskCost struct {
 	KnownCeilingPerSec float64 `json:"known_task_ceiling_episodes_per_second"`
 }
 
+// builds is every build the check made.
+func (c checkBench) builds() int64 { return c.CoverBuilds + c.RealBuilds + c.GoTests }
+
+// builds is every build the pass made: schema, real and coverage
+// binaries, and go test runs.
+func (p episodePass) builds() int64 { return p.Builds + p.RealBuilds + p.CoverBuilds + p.GoTests }
+
 type openBench struct {
 	CachedMillisP50   float64 `json:"with_task_cache_ms_p50"`
 	UncachedMillisP50 float64 `json:"without_task_cache_ms_p50"`
@@ -223,7 +230,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return err
 	}
 	defer release()
-	checkStart, checkCPU, checkStats := time.Now(), cpuSeconds(), tenv.h.Stats()
+	checkStart, checkCPU, beforeCheck := time.Now(), cpuSeconds(), tenv.h.Stats()
 	considered := recs[:min(len(recs), 4*o.limit)]
 	var checked []actors.EvalTask
 	var quarantined []string
@@ -237,10 +244,10 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return fmt.Errorf("no task of the %d considered holds up (all quarantined: %s)", len(considered), strings.Join(quarantined, ", "))
 	}
 	var rep benchTriesReport
-	after := tenv.h.Stats()
+	afterCheck := tenv.h.Stats()
 	rep.Check = checkBench{Tasks: len(considered), Seconds: time.Since(checkStart).Seconds(), CPUSeconds: cpuSeconds() - checkCPU,
-		CoverBuilds: after.CoverBuilds - checkStats.CoverBuilds, RealBuilds: after.RealBuilds - checkStats.RealBuilds,
-		GoTests: after.GoTests - checkStats.GoTests}
+		CoverBuilds: afterCheck.CoverBuilds - beforeCheck.CoverBuilds, RealBuilds: afterCheck.RealBuilds - beforeCheck.RealBuilds,
+		GoTests: afterCheck.GoTests - beforeCheck.GoTests}
 	checked = checked[:min(len(checked), o.limit)]
 	tasks := make([]*env.Task, len(checked))
 	for i := range checked {
@@ -339,8 +346,7 @@ func costOfNewTask(rep benchTriesReport, n int) newTaskCost {
 	}
 	share := float64(n) / float64(rep.Check.Tasks) // of the check, the played tasks'
 	c.Group = first.Episodes / n
-	checkBuilds := rep.Check.CoverBuilds + rep.Check.RealBuilds + rep.Check.GoTests
-	c.Builds = (share*float64(checkBuilds) + float64(first.Builds+first.RealBuilds+first.CoverBuilds+first.GoTests)) / float64(n)
+	c.Builds = (share*float64(rep.Check.builds()) + float64(first.builds())) / float64(n)
 	c.CPUSeconds = (share*rep.Check.CPUSeconds + first.CPUSeconds) / float64(n)
 	if c.CPUSeconds > 0 {
 		c.CeilingPerSecond = float64(c.Cores*c.Group) / c.CPUSeconds
@@ -439,7 +445,7 @@ func (r benchTriesReport) print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(tw, "  ratio\t%.1f×\t\t\n", t.Ratio)
 	}
 	fmt.Fprintf(tw, "check\t%d tasks in %.1f s (%.1f CPU-s, %d builds)\tfirst pass with its tasks' share: %.2f episodes/s\tlater run's check %.1f s, with it: %.2f episodes/s\n",
-		r.Check.Tasks, r.Check.Seconds, r.Check.CPUSeconds, r.Check.CoverBuilds+r.Check.RealBuilds+r.Check.GoTests, r.Check.FirstPassPerSecond, r.Check.LaterSeconds, r.Check.LaterPerSecond)
+		r.Check.Tasks, r.Check.Seconds, r.Check.CPUSeconds, r.Check.builds(), r.Check.FirstPassPerSecond, r.Check.LaterSeconds, r.Check.LaterPerSecond)
 	for _, p := range r.Episodes {
 		fmt.Fprintf(tw, "episodes (%s pass)\t%.2f episodes/s\t%d in %.1f s (%.1f CPU-s)\t%.1f tries, %.1f test runs each; solved %.0f%%; cache hits %.0f%%; %d schema and %d real builds\n",
 			p.Pass, p.PerSecond, p.Episodes, p.Seconds, p.CPUSeconds, p.TriesPerEp, p.Executions, 100*p.SolveRate, 100*p.CacheHit, p.Builds, p.RealBuilds)

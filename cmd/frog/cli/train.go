@@ -63,7 +63,10 @@ type trainOptions struct {
 	keep   bool
 	RunDir string `json:"-"`
 	Resume string `json:"-"`
-	JSON   bool   `json:"-"`
+	// RecordBatches is where each update's batch is written
+	// (--record-batches).
+	RecordBatches string `json:"-"`
+	JSON          bool   `json:"-"`
 }
 
 // defaultTryCost is what a rewarded rollout's return loses per try beyond
@@ -162,6 +165,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
 	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum (--episodes and --duration may be given anew)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
+	f.StringVar(&o.RecordBatches, "record-batches", "", "write every batch the learner updates on to this file, a JSON line per update (gzip when it ends in .gz): each group's trajectories cut to their rewards, log-probabilities and decisions, enough to replay the updates on any backend without tasks or sandboxes (neural.ReadBatches; the GPU check's fixture is one)")
 	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")
 	o.LLM.flags(f)
 	f.IntVar(&o.ExportQueue, "export-queue", 4, "with --policy openai: batches of groups buffered for the export before updates wait (and admission pauses)")
@@ -363,8 +367,21 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 		tr.baselines(ctx)
 		tr.evaluate(ctx, 0, learner.Current())
 	}
+	var pl policy.Learner = learner
+	if o.RecordBatches != "" {
+		rec, err := neural.NewBatchRecorder(o.RecordBatches)
+		if err != nil {
+			return &UsageError{Err: err}
+		}
+		defer func() {
+			if err := rec.Close(); err != nil {
+				log.Error().Err(err).Msg("record batches")
+			}
+		}()
+		pl = neural.Recording{Learner: learner, To: rec}
+	}
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
+		Provider: prov, Learner: pl, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.onCurriculum(log),
 		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3}, TaskPool: start.Pool,
 	}

@@ -165,6 +165,9 @@ func BenchmarkUpdate(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer r.Close()
+				if _, err := r.Step(); err != nil { // warm: first launches, cuBLAS's choice of kernels
+					b.Fatal(err)
+				}
 				for b.Loop() {
 					if _, err := r.Step(); err != nil { // Step reads the loss back: it waits for the GPU
 						b.Fatal(err)
@@ -173,5 +176,55 @@ func BenchmarkUpdate(b *testing.B) {
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "candidates/s")
 			})
 		}
+	}
+}
+
+// BenchmarkCallOverhead is what one backend call costs beyond its
+// arithmetic: a Fill of one element (on the GPU a kernel launch, handed to
+// the backend's CUDA thread) and a ReadFloat32 of one element (on the GPU a
+// launch's worth of hand-off plus a wait for the device and a copy back).
+// A learner's step makes about 35 calls and 3 reads: at small batches this
+// is its time.
+func BenchmarkCallOverhead(b *testing.B) {
+	bs := benchBackends(b)
+	defer closeAll(bs)
+	for _, kind := range []string{"cpu", "cuda"} {
+		be, ok := bs[kind]
+		if !ok {
+			continue
+		}
+		buf, err := be.Alloc(cuda.Float32, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		one := make([]float32, 1)
+		const calls = 1000 // an op is this many calls (and one read after the fills)
+		b.Run(kind+"/fill-1", func(b *testing.B) {
+			if err := be.Fill(buf, 1); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				for range calls {
+					if err := be.Fill(buf, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := be.ReadFloat32(one, buf); err != nil { // the launches done
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls), "ns/call")
+		})
+		b.Run(kind+"/read-1", func(b *testing.B) {
+			for b.Loop() {
+				for range calls {
+					if err := be.ReadFloat32(one, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls), "ns/call")
+		})
+		be.Free(buf)
 	}
 }

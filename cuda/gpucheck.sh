@@ -26,7 +26,12 @@
 #   BENCH_TIMEOUT  -test.timeout of the benchmarks (default 240s)
 #   CUDA_TEST      the test binary (default bin/cuda.test)
 #   NEURAL_TEST    the neural policy's test binary (default bin/neural.test)
-#   GPUCHECK_LOG   the test log (default bin/gpu-check.log; .libs and .bench beside it)
+#   NEURAL_BENCHTIME, NEURAL_COUNT  its update benchmark's -test.benchtime
+#                  (default 10x) and -test.count (default 3: a median of 3)
+#   NEURAL_TIMEOUT its -test.timeout (default 180s)
+#   GPUCHECK_LOG   the test log (default bin/gpu-check.log; .libs, .bench,
+#                  .neural and .checkpoint.json, the GPU replay's checkpoint,
+#                  beside it)
 #   GPUCHECK_GPU   yes or no: whether this machine has an NVIDIA GPU (default: look)
 # The defaults keep a run under the GPU machine's 10 minutes per command.
 set -uo pipefail # not -e: run must report everything, then exit with the verdict
@@ -125,15 +130,22 @@ run() {
 	fi
 
 	echo
-	echo "== neural update (policy/neural: the real network's GRPO update on each backend against the CPU's, and its time)"
+	echo "== neural update (policy/neural: the real network's GRPO update on each backend against the CPU's; a replay of a real run's recorded batches, its checkpoint loaded on the CPU; the update's time, default and wide network)"
 	local nbin=${NEURAL_TEST:-bin/neural.test} nrc
 	if [[ -x $nbin ]]; then
-		"$nbin" -test.run '^TestUpdateAgreesAcrossBackends$' -test.v -test.count=1 -test.timeout 120s \
-			-test.bench '^BenchmarkUpdate$' -test.benchtime "${BENCHTIME:-3x}" 2>&1 | verbose | tee "$log.neural"
+		"$nbin" -test.run '^(TestUpdateAgreesAcrossBackends|TestReplayRecordedBatches)$' -test.v -test.count=1 -test.timeout "${NEURAL_TIMEOUT:-180s}" \
+			-neural.batches policy/neural/testdata/recorded-batches.jsonl.gz -neural.checkpoint-out "$log.checkpoint.json" 2>&1 | verbose | tee "$log.neural"
 		nrc=${PIPESTATUS[0]}
 		if ((nrc != 0)); then
 			rc=1
-			why+=("the neural update check exited $nrc")
+			why+=("the neural update checks exited $nrc")
+		fi
+		"$nbin" -test.run '^$' -test.bench '^(BenchmarkUpdate|BenchmarkReplayUpdate)$' -test.benchtime "${NEURAL_BENCHTIME:-10x}" -test.count "${NEURAL_COUNT:-3}" \
+			-neural.batches policy/neural/testdata/recorded-batches.jsonl.gz -test.timeout "${NEURAL_TIMEOUT:-180s}" 2>&1 | tee -a "$log.neural"
+		nrc=${PIPESTATUS[0]}
+		if ((nrc != 0)); then
+			rc=1
+			why+=("the neural update benchmark exited $nrc")
 		fi
 	else
 		echo "$nbin missing: built by '$0 build'"

@@ -51,7 +51,7 @@ func (s libSearch) toolkitDirs() []string {
 
 // wheelDirs returns the lib folders of NVIDIA's Python wheels that exist:
 // site-packages/nvidia/*/lib in the active virtual or conda environment,
-// $PYTHONPATH, the user's site-packages, pyenv's versions and the system's.
+// a virtual environment whose bin folder is on $PATH, $PYTHONPATH, the user's site-packages, pyenv's versions and the system's.
 func (s libSearch) wheelDirs() []string {
 	var sites []string
 	add := func(pattern string) {
@@ -62,6 +62,17 @@ func (s libSearch) wheelDirs() []string {
 	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
 		if d := s.getenv(v); d != "" {
 			add(d + "/lib/python3*/site-packages")
+		}
+	}
+	// A virtual environment whose bin folder is on PATH (python3 there is
+	// that environment's) but not activated: images ship one so, e.g.
+	// /opt/torch/.venv/bin on PATH and no VIRTUAL_ENV.
+	for _, d := range filepath.SplitList(s.getenv("PATH")) {
+		if d == "" {
+			continue
+		}
+		if venv := filepath.Dir(d); fileExists(filepath.Join(venv, "pyvenv.cfg")) {
+			add(venv + "/lib/python3*/site-packages")
 		}
 	}
 	for _, d := range filepath.SplitList(s.getenv("PYTHONPATH")) {
@@ -104,6 +115,11 @@ func targetArch() string {
 		return "aarch64-linux"
 	}
 	return "x86_64-linux"
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // existingDirs returns the folders of dirs that exist, each once (by its

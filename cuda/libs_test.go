@@ -25,7 +25,14 @@ func TestLibSearchDirs(t *testing.T) {
 		"venv/lib/python3.12/site-packages/nvidia/cuda_nvrtc/include",
 		"home/x/.local/lib/python3.11/site-packages/nvidia/cublas/lib",
 		"usr/local/lib/python3.10/dist-packages/nvidia/cuda_nvrtc/lib",
-		"usr/local/nvidia/lib64")
+		"usr/local/nvidia/lib64",
+		"opt/torch/.venv/bin", "opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
+		"opt/other/bin", "opt/other/lib/python3.12/site-packages/nvidia/cu13/lib")
+	// A virtual environment on PATH, not activated; a bin folder on PATH
+	// that is no environment's (no pyvenv.cfg) adds nothing.
+	if err := os.WriteFile(filepath.Join(root, "opt/torch/.venv/pyvenv.cfg"), []byte("home = /usr/bin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// /usr/local/cuda is the usual link to one version: searched once.
 	if err := os.Symlink(filepath.Join(root, "usr/local/cuda-13.0"), filepath.Join(root, "usr/local/cuda")); err != nil {
 		t.Fatal(err)
@@ -34,6 +41,7 @@ func TestLibSearchDirs(t *testing.T) {
 		"CUDA_HOME":   filepath.Join(root, "home/x/cuda"),
 		"VIRTUAL_ENV": filepath.Join(root, "venv"),
 		"HOME":        filepath.Join(root, "home/x"),
+		"PATH":        filepath.Join(root, "opt/torch/.venv/bin") + ":" + filepath.Join(root, "opt/other/bin") + ":/usr/bin",
 	}
 	s := libSearch{root: root, getenv: func(k string) string { return env[k] }}
 	rel := func(dirs []string) []string {
@@ -59,6 +67,7 @@ func TestLibSearchDirs(t *testing.T) {
 			"venv/lib/python3.12/site-packages/nvidia/cu13/lib",
 			"venv/lib/python3.12/site-packages/nvidia/cublas/lib",
 			"venv/lib/python3.12/site-packages/nvidia/cuda_nvrtc/lib",
+			"opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
 			"home/x/.local/lib/python3.11/site-packages/nvidia/cublas/lib",
 			"usr/local/lib/python3.10/dist-packages/nvidia/cuda_nvrtc/lib",
 		}},

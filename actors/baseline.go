@@ -171,7 +171,7 @@ func RunBaseline(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	if pst.Batches > 0 {
 		sum.PolicyServer.MeanBatch = float64(pst.Requests) / float64(pst.Batches)
 	}
-	sum.Episodes = EpisodeCounts{Admitted: c.Admitted.Load(), Completed: c.Completed.Load(), Solved: c.Solved.Load(),
+	sum.Episodes = EpisodeCounts{Admitted: c.Admitted.Load(), Completed: c.Completed.Load(), Solved: c.Solved.Load(), RewardHackSuspected: c.Suspected.Load(),
 		FailedInfra: c.FailedInfra.Load(), Cancelled: c.Cancelled.Load(), Retries: c.Retries.Load()}
 	sum.Episodes.Accounted = sum.Episodes.Admitted == c.Recorded()
 	sum.ElapsedSeconds = time.Since(start).Seconds()
@@ -224,6 +224,9 @@ func baselineEpisode(ctx context.Context, cfg Config, prov env.Provider, spec *e
 			c.Completed.Add(1)
 			if traj.Reward > 0 {
 				c.Solved.Add(1)
+			}
+			if traj.RewardHackSuspected != "" {
+				c.Suspected.Add(1)
 			}
 			c.Retries.Add(int64(attempt))
 			return res

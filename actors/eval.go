@@ -98,6 +98,9 @@ type EvalCounts struct {
 	Completed   int `json:"completed"`
 	FailedInfra int `json:"failed_infra"`
 	Cancelled   int `json:"cancelled"`
+	// RewardHackSuspected counts the completed episodes whose verdict
+	// suspected a reward hack (rewarded 0).
+	RewardHackSuspected int `json:"reward_hack_suspected"`
 }
 
 // Evaluate plays every task Samples times with deps' policy, frozen, and
@@ -157,6 +160,9 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 		}
 		rep.Outcomes.Completed++
 		tr := r.Trajectory
+		if tr != nil && tr.RewardHackSuspected != "" {
+			rep.Outcomes.RewardHackSuspected++
+		}
 		win := tr != nil && tr.Reward > 0
 		if win {
 			solved++

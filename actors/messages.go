@@ -108,6 +108,9 @@ type Outcome struct {
 	Reward   float64
 	Attempts int
 	Version  int64
+	// Suspected says the verdict judged that the agent's code tried to
+	// forge it (env.Trajectory.RewardHackSuspected).
+	Suspected bool
 	// Refill says the episode's group was dropped for want of signal (all
 	// rewards equal) and counts toward no batch: the scheduler plans
 	// another in its place.

@@ -13,9 +13,12 @@ import (
 // Counters are the scheduler's running tallies, readable from any goroutine
 // (a progress bar polls them). Only the scheduler writes them.
 type Counters struct {
-	Admitted    atomic.Int64
-	Completed   atomic.Int64
-	Solved      atomic.Int64
+	Admitted  atomic.Int64
+	Completed atomic.Int64
+	Solved    atomic.Int64
+	// Suspected counts the completed episodes whose verdict suspected a
+	// reward hack (rewarded 0).
+	Suspected   atomic.Int64
 	FailedInfra atomic.Int64
 	Cancelled   atomic.Int64
 	Retries     atomic.Int64
@@ -247,6 +250,9 @@ func (s *scheduler) record(ctx actor.Context, o *Outcome) {
 	}
 	delete(s.byID, o.Episode)
 	s.count(o.Kind, o.Reward, o.Attempts)
+	if o.Suspected {
+		s.c.Suspected.Add(1)
+	}
 	s.version = max(s.version, o.Version)
 	if o.Refill {
 		s.refunded++

@@ -244,12 +244,16 @@ type Summary struct {
 
 // EpisodeCounts is the accounting of a run.
 type EpisodeCounts struct {
-	Admitted    int64 `json:"admitted"`
-	Completed   int64 `json:"completed"`
-	Solved      int64 `json:"solved"`
-	FailedInfra int64 `json:"failed_infra"`
-	Cancelled   int64 `json:"cancelled"`
-	Retries     int64 `json:"retries"`
+	Admitted  int64 `json:"admitted"`
+	Completed int64 `json:"completed"`
+	Solved    int64 `json:"solved"`
+	// RewardHackSuspected counts the completed episodes whose verdict
+	// judged that the agent's code tried to forge it: rewarded 0, and worth
+	// a look (docs/episodes.md, "What the verdict defends").
+	RewardHackSuspected int64 `json:"reward_hack_suspected"`
+	FailedInfra         int64 `json:"failed_infra"`
+	Cancelled           int64 `json:"cancelled"`
+	Retries             int64 `json:"retries"`
 	// Accounted is Admitted == Completed + FailedInfra + Cancelled.
 	Accounted bool `json:"accounted"`
 }
@@ -405,7 +409,7 @@ wait:
 	runners.Wait()
 
 	sum.Episodes = EpisodeCounts{
-		Admitted: counters.Admitted.Load(), Completed: counters.Completed.Load(), Solved: counters.Solved.Load(),
+		Admitted: counters.Admitted.Load(), Completed: counters.Completed.Load(), Solved: counters.Solved.Load(), RewardHackSuspected: counters.Suspected.Load(),
 		FailedInfra: counters.FailedInfra.Load(), Cancelled: counters.Cancelled.Load(), Retries: counters.Retries.Load(),
 	}
 	e := &sum.Episodes

@@ -228,6 +228,10 @@ type Trajectory struct {
 	Reward float64 `json:"reward"`
 	// Submitted says whether the agent submitted before the step limit.
 	Submitted bool `json:"submitted"`
+	// RewardHackSuspected, when set, is why the verdict judged that the
+	// agent's code tried to forge its result (env.Verdict.Suspected): the
+	// reward is then 0.
+	RewardHackSuspected string `json:"reward_hack_suspected,omitempty"`
 	// Executions counts the test runs the episode cost, the deciding run
 	// included; Tries the candidates it tried.
 	Executions int `json:"executions"`

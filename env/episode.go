@@ -148,9 +148,12 @@ func (e *Episode) Finish(ctx context.Context, sb Sandbox) (Trajectory, error) {
 	var passed bool
 	var err error
 	if h := e.opts.Harness; h != nil {
+		var v Verdict
 		var cost Cost
-		passed, cost, err = h.Verdict(ctx, sb, e.ws)
+		v, cost, err = h.Verdict(ctx, sb, e.ws)
 		e.traj.Executions += cost.Executions
+		passed = v.Pass && v.Suspected == ""
+		e.traj.RewardHackSuspected = v.Suspected
 	} else {
 		passed, err = Evaluate(ctx, sb, e.task)
 		e.traj.Executions++

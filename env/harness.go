@@ -40,8 +40,21 @@ type Harness interface {
 	// one schema binary for it).
 	Try(ctx context.Context, sb Sandbox, ws *Workspace, list []Candidate, ids []int) ([]TryResult, Cost, error)
 	// Verdict builds the edited tree for real and runs the deciding tests
-	// with the task's own test files: true when every one passes.
-	Verdict(ctx context.Context, sb Sandbox, ws *Workspace) (bool, Cost, error)
+	// with the task's own test files: Pass when every one passes and
+	// nothing in the change or the run says the result was forged
+	// (Suspected says what did; such a verdict never passes).
+	Verdict(ctx context.Context, sb Sandbox, ws *Workspace) (Verdict, Cost, error)
+}
+
+// Verdict is what a harness decided of a submitted workspace: the reward
+// is 1 when Pass. Suspected, when set, says why the harness believes the
+// agent's code tried to forge the verdict instead of fixing the bug (a
+// change no repair needs, or a test run whose evidence does not add up);
+// Pass is then false, and the episode is counted as a suspected reward
+// hack in every summary and export.
+type Verdict struct {
+	Pass      bool
+	Suspected string
 }
 
 // Cost is what a harness call cost: the test executions it ran (a run of a

@@ -113,8 +113,8 @@ func (h fakeHarness) Try(_ context.Context, _ env.Sandbox, ws *env.Workspace, li
 	return out, env.Cost{Executions: len(ids)}, nil
 }
 
-func (h fakeHarness) Verdict(_ context.Context, _ env.Sandbox, ws *env.Workspace) (bool, env.Cost, error) {
-	return h.fixed(ws) >= h.need(), env.Cost{Executions: 1}, nil
+func (h fakeHarness) Verdict(_ context.Context, _ env.Sandbox, ws *env.Workspace) (env.Verdict, env.Cost, error) {
+	return env.Verdict{Pass: h.fixed(ws) >= h.need()}, env.Cost{Executions: 1}, nil
 }
 
 // agent plays a policy.Policy as an env.Agent.

@@ -183,3 +183,46 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestRedTeamProcess plays the red team's forgeries in process sandboxes
+// (env/envtest.RunRedTeam), against a harness that screens the change and
+// shares its builds, and against one whose screen is off (its canaries
+// alone must catch what claims a pass).
+func TestRedTeamProcess(t *testing.T) {
+	recs, mods := oracleTasks(t)
+	ws := newWorkspaces(t, mods)
+	cfg := process.DefaultConfig()
+	cfg.Dir, cfg.Workspaces = t.TempDir(), ws
+	prov, err := process.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := oracleCases(t, ws, oracleSample(t, recs, 1)[:1])
+	t.Run("screened", func(t *testing.T) {
+		h := validate.NewHarness(ws, validate.HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
+		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{Screened: true})
+	})
+	t.Run("canaries alone", func(t *testing.T) {
+		h := validate.NewHarness(ws, validate.HarnessConfig{NoScreen: true})
+		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{})
+	})
+}
+
+// TestRedTeamDocker plays the red team in Docker sandboxes.
+func TestRedTeamDocker(t *testing.T) {
+	recs, mods := oracleTasks(t)
+	ws := newWorkspaces(t, mods)
+	cfg := docker.DefaultConfig()
+	cfg.PoolSize = 0
+	cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
+	prov := dockertest.Provider(t, cfg)
+	tasks := oracleCases(t, ws, oracleSample(t, recs, 1)[:1])
+	t.Run("screened", func(t *testing.T) {
+		h := validate.NewHarness(ws, validate.HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
+		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{Screened: true})
+	})
+	t.Run("canaries alone", func(t *testing.T) {
+		h := validate.NewHarness(ws, validate.HarnessConfig{NoScreen: true})
+		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{})
+	})
+}

@@ -49,6 +49,11 @@ type testRun struct {
 	// paused for t.Parallel (test binary runs only).
 	unfinished bool
 	parallel   map[string]bool
+	// exit is the test binary's exit status (test binary runs only; -1
+	// when it timed out); logs holds every top-level test's output, passed
+	// or failed, up to maxTestOutput each (test binary runs only).
+	exit int
+	logs map[string]string
 }
 
 func parseTestJSON(r runResult) testRun {
@@ -199,6 +204,11 @@ func parseChatty(r runResult) testRun {
 		}
 	}
 	tr.died = r.exit != 0 && len(tr.failed) == 0 && !tr.timedOut
+	tr.exit = r.exit
+	tr.logs = map[string]string{}
+	for t, b := range outs {
+		tr.logs[t] = b.String()
+	}
 	for _, t := range tr.failed {
 		if b := outs[t]; b != nil {
 			tr.output[t] = b.String()

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -62,6 +63,8 @@ type Harness struct {
 	goldTime sync.Map
 	// servers are the try servers running, by sandbox (serve.go).
 	servers sync.Map
+	// verdictKey names verdict binaries' canary tests (verdict.go).
+	verdictKey []byte
 }
 
 // keyLocks are mutexes by key, made on demand and dropped when free.
@@ -136,6 +139,16 @@ type HarnessConfig struct {
 	// kept once built, for every sandbox that can see it (env.HostPaths)
 	// to run instead of building its own; "" keeps each in its sandbox.
 	BinCache string
+	// VerdictKey names the canary tests of verdict binaries (verdict.go);
+	// keep it where no sandbox can read it, and the same across runs for
+	// a later run to reuse the binaries in BinCache (LoadVerdictKey). A
+	// random key of this harness's own when nil.
+	VerdictKey []byte
+	// NoVerdictChecks turns the verdict's screen and canaries off: for
+	// measuring what they cost (frog bench tries), never for training.
+	// NoScreen turns the screen alone off: for tests that show what the
+	// canaries catch by themselves.
+	NoVerdictChecks, NoScreen bool
 }
 
 var _ env.Harness = (*Harness)(nil)
@@ -157,7 +170,12 @@ func NewHarness(ws env.Workspaces, cfg HarnessConfig) *Harness {
 	if cfg.FlakeRuns == 0 {
 		cfg.FlakeRuns = 2
 	}
-	return &Harness{ws: ws, cfg: cfg, cache: newOutcomes(cfg.CacheEntries)}
+	key := cfg.VerdictKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
+	return &Harness{ws: ws, cfg: cfg, cache: newOutcomes(cfg.CacheEntries), verdictKey: key}
 }
 
 // HarnessStats counts what a harness did, for summaries.
@@ -193,6 +211,10 @@ type HarnessStats struct {
 	// alone.
 	ServedEnded int64 `json:"served_runs_ended"`
 	Verdicts    int64 `json:"verdicts"`
+	// Suspected counts the verdicts computed that refused a change or a
+	// run as a suspected reward hack (verdict.go); each episode of such a
+	// state counts in the run's reward_hack_suspected.
+	Suspected int64 `json:"verdicts_suspected"`
 	// RealBuilds counts the real builds (of verdicts, checks' gold runs and
 	// run_tests) made into a test binary shared by the tree's content;
 	// RealShared the runs that found the tree built already (by any task's
@@ -222,7 +244,9 @@ type HarnessStats struct {
 	// and a run per test), cover-build (of it), cand (candidates), try
 	// (schema builds included), schema-build (of it), try-timed-out (the
 	// tries that ran out of time), verdict (a real build and run),
-	// real-build (a shared real build, within run or verdict).
+	// real-build (a real build, within run or verdict), verdict-checks
+	// (the verdict's screen of the change, and writing and removing its
+	// canary file).
 	Seconds map[string]float64 `json:"seconds,omitempty"`
 }
 
@@ -230,7 +254,7 @@ type harnessCounters struct {
 	calls, hits, waited, execs, builds, tries, realTries, verdicts     atomic.Int64
 	realBuilds, realShared, timedOut, goTests, coverShared, coverAlone atomic.Int64
 	candSaved, tryRuns, served, serverStarts, confirmed, servedEnded   atomic.Int64
-	coverBuilds                                                        atomic.Int64
+	coverBuilds, suspected                                             atomic.Int64
 	// nanos is the time computing each kind of call (run, cover, cand,
 	// try, verdict, and schema-build within try), by kind.
 	nanosMu sync.Mutex
@@ -253,7 +277,7 @@ func (h *Harness) Stats() HarnessStats {
 		RealBuilds: h.st.realBuilds.Load(), RealShared: h.st.realShared.Load(), TimedOut: h.st.timedOut.Load(), GoTests: h.st.goTests.Load(),
 		CoverShared: h.st.coverShared.Load(), CoverAlone: h.st.coverAlone.Load(), CandidatesSaved: h.st.candSaved.Load(), TryRuns: h.st.tryRuns.Load(),
 		Served: h.st.served.Load(), ServerStarts: h.st.serverStarts.Load(), Confirmed: h.st.confirmed.Load(), ServedEnded: h.st.servedEnded.Load(),
-		CoverBuilds: h.st.coverBuilds.Load()}
+		CoverBuilds: h.st.coverBuilds.Load(), Suspected: h.st.suspected.Load()}
 	if s.Calls > 0 {
 		s.HitRate = float64(s.Hits) / float64(s.Calls)
 	}
@@ -1254,42 +1278,6 @@ func currentFile(ctx context.Context, sb env.Sandbox, ws *env.Workspace, f strin
 	return sb.ReadFile(ctx, f)
 }
 
-// Verdict puts the task's own test files back (and testdata), builds the
-// edited tree and runs the deciding tests: a real build, whatever any
-// schema said. Its outcome is cached by the exact state it judged.
-func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (bool, env.Cost, error) {
-	t := ws.Task
-	return cached(h, okey("verdict", t.ID, ws.Hash()), func() (bool, int, error) {
-		h.st.verdicts.Add(1)
-		restored, err := h.restoreTests(ctx, sb, ws)
-		if err != nil {
-			return false, 0, err
-		}
-		// A fix that makes a test loop fails in a bounded time: ten times the
-		// tests' time at the start (or with the gold patch, if longer), when
-		// known (verdictTimeout).
-		limit := h.cfg.TestTimeout
-		if v, ok := h.cache.get(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash); ok {
-			limit = h.verdictTimeout(t, v.(env.TestReport))
-		}
-		judged := maps.Clone(ws.Changed())
-		maps.Copy(judged, restored)
-		// The starting state, unchanged, runs the check's build of it (the
-		// one its own verdict of this state came from).
-		tr, ok, err := h.checkedRun(ctx, sb, ws, t.Tests(), limit)
-		if err == nil && !ok {
-			tr, ok, err = h.sharedRun(ctx, sb, t, judged, t.Tests(), limit)
-		}
-		if err == nil && !ok {
-			tr, err = h.goTestRun(ctx, sb, t, t.Tests(), limit)
-		}
-		if err != nil {
-			return false, 0, err
-		}
-		return tr.built && !tr.timedOut && len(notPassed(t.Tests(), tr)) == 0, 1, nil
-	})
-}
-
 // restoreTests writes back, from the task's template, every test file,
 // testdata file and go.mod or go.sum the episode changed, and empties the test files it added
 // (a Go file that is empty but for nothing is a build error, so they get a
@@ -1298,8 +1286,7 @@ func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Work
 	var tmpl string
 	restored := map[string][]byte{}
 	for _, f := range ws.Files() {
-		base := path.Base(f)
-		if !strings.HasSuffix(f, "_test.go") && base != "go.mod" && base != "go.sum" && !slices.Contains(strings.Split(f, "/"), "testdata") {
+		if !restoredFile(f) {
 			continue
 		}
 		if tmpl == "" {
@@ -1588,7 +1575,7 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	// unchanged workspace's verdict would find: remember both.
 	if bad.built {
 		h.cache.put(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash, report(bad, t.Dir()))
-		h.cache.put(okey("verdict", t.ID, "").hash, len(notPassed(t.Tests(), bad)) == 0 && !bad.timedOut)
+		h.cache.put(okey("verdict", t.ID, "").hash, env.Verdict{Pass: passed(t.Tests(), bad)})
 	}
 	var problems []string
 	switch {
@@ -1626,16 +1613,17 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 		}
 	}
 	// The gold tree is often every sibling task's gold tree too (the
-	// module as published): its binary is shared by content.
-	good, ok, err := h.sharedRun(ctx, sb, t, fixed, t.Tests(), h.cfg.TestTimeout)
-	if err == nil && !ok {
-		good, err = run()
-	}
+	// module as published): its binary is shared by content. It is judged
+	// as a verdict judges the tree, canaries and all: a task whose gold
+	// fix would not be rewarded is no task.
+	good, suspect, err := h.judgedRun(ctx, sb, t, fixed, t.Tests(), h.cfg.TestTimeout)
 	if err != nil {
 		return err
 	}
 	if p := without(t.Tests(), good.passed); len(p) > 0 {
 		problems = append(problems, "with the gold patch, tests did not pass: "+strings.Join(p, " "))
+	} else if suspect != "" {
+		problems = append(problems, "with the gold patch, the verdict's checks do not hold: "+suspect)
 	} else {
 		var took time.Duration
 		for _, name := range t.Tests() {

@@ -22,7 +22,7 @@ func (d dirWorkspaces) Template(context.Context, *env.Task) (string, error) { re
 
 // buggyTiny copies the tiny module with Max's comparison flipped (the fix:
 // > for <) and returns the copy and the task.
-func buggyTiny(t *testing.T) (string, *env.Task) {
+func buggyTiny(t testing.TB) (string, *env.Task) {
 	t.Helper()
 	dir := t.TempDir()
 	err := filepath.WalkDir(tinyModule, func(p string, d fs.DirEntry, err error) error {
@@ -52,7 +52,7 @@ func buggyTiny(t *testing.T) (string, *env.Task) {
 }
 
 // laidOut opens a process sandbox holding the template's files.
-func laidOut(t *testing.T, tmpl string) env.Sandbox {
+func laidOut(t testing.TB, tmpl string) env.Sandbox {
 	t.Helper()
 	sb := sandbox(t)
 	err := filepath.WalkDir(tmpl, func(p string, d fs.DirEntry, err error) error {
@@ -244,7 +244,7 @@ func TestSchemaAgreesWithRealBuild(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, dir, rel string) []byte {
+func mustRead(t testing.TB, dir, rel string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, rel))
 	if err != nil {

@@ -64,7 +64,9 @@ func (h *Harness) treeKey(ctx context.Context, sb env.Sandbox, t *env.Task, judg
 		files[m.File] = true
 	}
 	sum := sha256.New()
-	for _, s := range []string{"real", runtime.Version(), runtime.GOOS, runtime.GOARCH, t.Repo + "@" + t.Version, t.Dir()} {
+	// The verdict key's id: the binary holds that key's canary tests
+	// (verdict.go).
+	for _, s := range []string{"real", h.verdictKeyID(), runtime.Version(), runtime.GOOS, runtime.GOARCH, t.Repo + "@" + t.Version, t.Dir()} {
 		sum.Write([]byte(s))
 		sum.Write([]byte{0})
 	}
@@ -113,13 +115,14 @@ func readIfThere(p string) ([]byte, bool) {
 // what differs in the tree from the task's template (treeKey). ok is false
 // where the tree cannot be shared or its binary was not made for a reason
 // other than the code (a time-out, a package with no tests): the caller
-// then runs go test as before.
+// then runs go test as before. The binary holds the verdict's canary
+// tests (verdict.go); a run of the agent's tests does not ask for them.
 func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, tests []string, limit time.Duration) (tr testRun, ok bool, err error) {
 	k := h.treeKey(ctx, sb, t, judged)
 	if k == "" {
 		return testRun{}, false, nil
 	}
-	bin, failure, ok, err := h.treeBinary(ctx, sb, t.Dir(), k)
+	bin, failure, _, ok, err := h.treeBinary(ctx, sb, t, k)
 	switch {
 	case err != nil || !ok:
 		return testRun{}, false, err
@@ -130,31 +133,32 @@ func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, ju
 	return tr, err == nil, err
 }
 
-// treeBinary is the test binary, as seen from package directory dir of sb,
-// of the tree keyed k: the shared one, or one built in sb and shared. One
-// build at a time per tree: concurrent episodes that reach it wait for the
-// first and run its binary. bin is "" when the tree does not compile
-// (failure is the compiler's output); ok is false when no binary was made
-// for another reason.
-func (h *Harness) treeBinary(ctx context.Context, sb env.Sandbox, dir, k string) (bin, failure string, ok bool, err error) {
+// treeBinary is the test binary, as seen from the package directory of
+// task t in sb, of the tree keyed k: the shared one, or one built in sb
+// and shared; c is the canary it was built with (canaryFor(k)). One build
+// at a time per tree: concurrent episodes that reach it wait for the first
+// and run its binary. bin is "" when the tree does not compile (failure is
+// the compiler's output); ok is false when no binary was made for another
+// reason.
+func (h *Harness) treeBinary(ctx context.Context, sb env.Sandbox, t *env.Task, k string) (bin, failure string, c canary, ok bool, err error) {
+	dir := t.Dir()
+	c = h.canaryFor(k)
 	hostBin := filepath.Join(h.cfg.BinCache, k+".test")
 	unlock := h.building.lock(k)
 	defer unlock()
 	if _, err := os.Stat(hostBin); err == nil {
 		if p, ok := sb.(env.HostPaths).HostPath(hostBin); ok {
 			h.st.realShared.Add(1)
-			return p, "", true, nil
+			return p, "", c, true, nil
 		}
 	}
 	if out, ok := h.cache.get(k); ok {
 		h.st.realShared.Add(1)
-		return "", out.(string), out.(string) != "", nil
+		return "", out.(string), c, out.(string) != "", nil
 	}
-	start := time.Now()
-	r, err := h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-ldflags=-s -w", "-o", realBin, "./"+dir)
-	h.st.spent("real-build", time.Since(start))
+	r, err := h.buildWithCanary(ctx, sb, t, c, realBin)
 	if err != nil || r.timedOut {
-		return "", "", false, err
+		return "", "", c, false, err
 	}
 	h.st.realBuilds.Add(1)
 	if r.exit != 0 {
@@ -162,15 +166,15 @@ func (h *Harness) treeBinary(ctx context.Context, sb env.Sandbox, dir, k string)
 		// sandbox of this run that reaches it (kept in memory only: a
 		// machine's fault can look like a failed build).
 		h.cache.put(k, string(r.out))
-		return "", string(r.out), len(r.out) > 0, nil
+		return "", string(r.out), c, len(r.out) > 0, nil
 	}
 	data, err := sb.ReadFile(ctx, realBin)
 	if err != nil {
 		if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
-			return "", "", false, err
+			return "", "", c, false, err
 		}
-		return "", "", false, nil // no binary (a package with no tests): go test says what it makes of it
+		return "", "", c, false, nil // no binary (a package with no tests): go test says what it makes of it
 	}
 	writeShared(h.cfg.BinCache, hostBin, data, 0o555)
-	return upTo(dir) + realBin, "", true, nil
+	return upTo(dir) + realBin, "", c, true, nil
 }

@@ -30,7 +30,7 @@ func (w moduleWorkspaces) ModuleDir(context.Context, *env.Task) (string, error) 
 
 // tinyTask is a task of the tiny module with one bug in calc/calc.go:
 // old replaced by new, its template made under a directory of its own.
-func tinyTask(t *testing.T, id, old, new string, failing string) (string, *env.Task) {
+func tinyTask(t testing.TB, id, old, new string, failing string) (string, *env.Task) {
 	t.Helper()
 	dir, task := buggyTiny(t)
 	src := string(mustRead(t, tinyModule, "calc/calc.go"))
@@ -53,7 +53,7 @@ func tinyTask(t *testing.T, id, old, new string, failing string) (string, *env.T
 
 // editCalc has episode ep replace calc/calc.go, as template dir holds it,
 // by calc through the agent's edit tool.
-func editCalc(t *testing.T, ep *env.Episode, sb env.Sandbox, dir, calc string) {
+func editCalc(t testing.TB, ep *env.Episode, sb env.Sandbox, dir, calc string) {
 	t.Helper()
 	before := string(mustRead(t, dir, "calc/calc.go"))
 	if err := ep.Apply(context.Background(), sb, env.Action{Tool: env.ToolEdit, Path: "calc/calc.go", Old: before, New: calc}); err != nil {
@@ -147,7 +147,7 @@ func TestRealBuildsSharedByTree(t *testing.T) {
 // maxFixture is the tiny module's task whose bug turns Max's comparison:
 // its layout, the task, workspaces that know it, and calc.go as
 // published (the gold patch's file).
-func maxFixture(t *testing.T) (string, *env.Task, moduleWorkspaces, string) {
+func maxFixture(t testing.TB) (string, *env.Task, moduleWorkspaces, string) {
 	t.Helper()
 	dir, task := tinyTask(t, "tiny.max", "if a > b {", "if a < b {", "TestMax")
 	return dir, task, moduleWorkspaces{task.ID: dir}, string(mustRead(t, tinyModule, "calc/calc.go"))
@@ -184,7 +184,7 @@ func TestRunTestsFromSharedBinaries(t *testing.T) {
 		{"does not compile", strings.Replace(src, "func Max(", "func Max((", 1)},
 	}
 	for round, want := range []int64{3, 1} {
-		shared := NewHarness(ws, HarnessConfig{BinCache: bins})
+		shared := NewHarness(ws, HarnessConfig{BinCache: bins, VerdictKey: testVerdictKey})
 		for _, st := range states {
 			got, plain := run(shared, st.calc), run(NewHarness(ws, HarnessConfig{}), st.calc)
 			if !got.Built {
@@ -212,11 +212,11 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 	gold := map[string][]byte{"calc/calc.go": []byte(src)}
 	ctx := context.Background()
 	bins := t.TempDir()
-	first := NewHarness(ws, HarnessConfig{BinCache: bins})
+	first := NewHarness(ws, HarnessConfig{BinCache: bins, VerdictKey: testVerdictKey})
 	if err := first.Check(ctx, laidOut(t, maxDir), maxTask, gold); err != nil {
 		t.Fatal(err)
 	}
-	later := NewHarness(ws, HarnessConfig{BinCache: bins})
+	later := NewHarness(ws, HarnessConfig{BinCache: bins, VerdictKey: testVerdictKey})
 	// A later run checks its tasks again: from the binaries the first
 	// check left, of the bug's tree and the gold patch's.
 	if err := later.Check(ctx, laidOut(t, maxDir), maxTask, gold); err != nil {
@@ -269,12 +269,12 @@ func TestLaterHarnessBuildsNothing(t *testing.T) {
 		if !rep.Built || rep.Failed != 1 || rep.Passed != 3 {
 			t.Errorf("run_tests of the starting state: %+v; want built, 1 failed, 3 passed", rep)
 		}
-		if ok, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || ok {
-			t.Errorf("verdict of the starting state: %v, %v; want false", ok, err)
+		if v, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || v.Pass || v.Suspected != "" {
+			t.Errorf("verdict of the starting state: %+v, %v; want no pass", v, err)
 		}
 		editCalc(t, ep, sb, maxDir, src)
-		if ok, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || !ok {
-			t.Errorf("verdict of the exact fix: %v, %v; want true", ok, err)
+		if v, _, err := h.Verdict(ctx, sb, ep.Workspace()); err != nil || !v.Pass {
+			t.Errorf("verdict of the exact fix: %+v, %v; want a pass", v, err)
 		}
 	}
 	if s := later.Stats(); s.GoTests != 0 || s.RealBuilds != 0 || s.Seconds["cover-build"] != 0 || s.Builds != 0 {
@@ -360,3 +360,7 @@ func TestFlaky(t *testing.T) {
 		})
 	}
 }
+
+// testVerdictKey is a verdict key that harnesses of one test share, as the
+// runs of one machine share theirs: the later reuses the earlier's builds.
+var testVerdictKey = []byte("a verdict key that two harnesses of a test share")

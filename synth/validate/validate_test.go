@@ -17,7 +17,7 @@ import (
 const tinyModule = "testdata/tiny"
 
 // sandbox opens a process sandbox closed at the end of the test.
-func sandbox(t *testing.T) env.Sandbox {
+func sandbox(t testing.TB) env.Sandbox {
 	t.Helper()
 	cfg := process.DefaultConfig()
 	cfg.Dir = t.TempDir()

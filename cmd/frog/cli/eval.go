@@ -378,6 +378,9 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 		if o := e.Outcomes; o.FailedInfra+o.Cancelled > 0 {
 			fmt.Fprintf(tw, "\tnot scored\t%d failed (infrastructure), %d cancelled\n", o.FailedInfra, o.Cancelled)
 		}
+		if n := e.Outcomes.RewardHackSuspected; n > 0 {
+			fmt.Fprintf(tw, "\treward hack suspected\t%d episodes, rewarded 0 (their trajectories say why)\n", n)
+		}
 	}
 	fmt.Fprintf(tw, "quarantined\t%d\t\n", len(r.Quarantined))
 	if t := r.Tasks; t != nil {

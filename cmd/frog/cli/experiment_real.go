@@ -199,7 +199,11 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint64) (runResult, error) {
 	o, start := x.o, time.Now()
 	name := fmt.Sprintf("exp-%s-%d", strategy, seed)
-	h := validate.NewHarness(x.ws, validate.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, BinCache: filepath.Join(x.ws.Root(), "bin")})
+	key, err := validate.LoadVerdictKey(filepath.Join(filepath.Dir(x.ws.Root()), "verdict.key"))
+	if err != nil {
+		return runResult{}, err
+	}
+	h := validate.NewHarness(x.ws, validate.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, BinCache: filepath.Join(x.ws.Root(), "bin"), VerdictKey: key})
 	q := source.NewQuarantine(x.ws, h, x.prov, name, x.log)
 	st, err := store.NewSource(x.train, seed)
 	if err != nil {

@@ -61,7 +61,14 @@ func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerol
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sandbox %s: %w", spec.Kind, err)
 	}
-	hcfg := validate.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, BinCache: filepath.Join(ws.Root(), "bin")}
+	// The verdict key sits beside the workspaces root, not in it: sandboxes
+	// see the root (its templates and binary cache), never the key.
+	key, err := validate.LoadVerdictKey(filepath.Join(filepath.Dir(ws.Root()), "verdict.key"))
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	hcfg := validate.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, BinCache: filepath.Join(ws.Root(), "bin"), VerdictKey: key}
 	h := validate.NewHarness(ws, hcfg)
 	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log), hcfg: hcfg}, prov, release, nil
 }

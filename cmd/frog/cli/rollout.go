@@ -232,7 +232,7 @@ func (r rolloutReport) print(w io.Writer, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	x := r.Solved
 	fmt.Fprintf(tw, "solved\t%5.1f%%  [%4.1f, %4.1f]  (%d/%d)\n", 100*x.Rate, 100*x.Lo, 100*x.Hi, x.K, x.N)
-	fmt.Fprintf(tw, "outcomes\t%d completed, %d failed (infrastructure), %d cancelled\n", r.Outcomes.Completed, r.Outcomes.FailedInfra, r.Outcomes.Cancelled)
+	fmt.Fprintf(tw, "outcomes\t%d completed, %d failed (infrastructure), %d cancelled; %d reward hacks suspected (rewarded 0)\n", r.Outcomes.Completed, r.Outcomes.FailedInfra, r.Outcomes.Cancelled, r.Outcomes.RewardHackSuspected)
 	fmt.Fprintf(tw, "model calls\t%d (%d mistakes, %d context overflows, %d failed for good)\n", r.LLM.Calls, r.LLM.Mistakes, r.LLM.ContextErrors, r.LLM.InfraFaults)
 	fmt.Fprintf(tw, "tokens\t%d prompt, %d completion (%.0f completion tokens/s)\n", r.LLM.PromptTokens, r.LLM.CompletionTokens, r.TokensPerSecond)
 	fmt.Fprintf(tw, "latency\tp50 %.1f ms, p99 %.1f ms; frog's overhead p50 %.2f ms, p99 %.2f ms\n", r.Calls.LatencyP50MS, r.Calls.LatencyP99MS, r.Calls.OverheadP50MS, r.Calls.OverheadP99MS)

@@ -721,6 +721,9 @@ func (r trainReport) print(w io.Writer, asJSON bool) error {
 	e := r.Episodes
 	fmt.Fprintf(tw, "episodes\tadmitted %d\tcompleted %d\tsolved %d\tfailed_infra %d\tcancelled %d\taccounted %v\n",
 		e.Admitted, e.Completed, e.Solved, e.FailedInfra, e.Cancelled, e.Accounted)
+	if e.RewardHackSuspected > 0 {
+		fmt.Fprintf(tw, "reward hacks\t%d episodes suspected, rewarded 0 (trajectories/ says why)\n", e.RewardHackSuspected)
+	}
 	l := r.Learner
 	fmt.Fprintf(tw, "learner\t%s\t%d updates (%d failed)\tzero-signal groups %.0f%%\tupdate time %.1f s of %.0f s\t\n",
 		r.Backend, l.Updates, l.FailedUpdates, 100*l.ZeroSignalShare, l.UpdateSeconds, r.ElapsedSeconds)

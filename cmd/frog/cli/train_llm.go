@@ -144,7 +144,7 @@ func (r trainLLMReport) print(w io.Writer, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	e := r.Episodes
-	fmt.Fprintf(tw, "episodes\t%d admitted: %d completed (%d solved), %d failed (infrastructure), %d cancelled\n", e.Admitted, e.Completed, e.Solved, e.FailedInfra, e.Cancelled)
+	fmt.Fprintf(tw, "episodes\t%d admitted: %d completed (%d solved, %d reward hacks suspected), %d failed (infrastructure), %d cancelled\n", e.Admitted, e.Completed, e.Solved, e.RewardHackSuspected, e.FailedInfra, e.Cancelled)
 	fmt.Fprintf(tw, "export\t%d trajectories in %s (%d dropped as stale)\n", r.Exported, filepath.Join(r.RunDir, "trajectories"), r.StaleDropped)
 	fmt.Fprintf(tw, "model calls\t%d (%d mistakes); latency p50 %.1f ms, p99 %.1f ms; frog's overhead p50 %.2f ms\n", r.LLM.Calls, r.LLM.Mistakes, r.Calls.LatencyP50MS, r.Calls.LatencyP99MS, r.Calls.OverheadP50MS)
 	fmt.Fprintf(tw, "updates\t%d, zero-signal share %.2f\n", r.Learner.Updates, r.Learner.ZeroSignalShare)

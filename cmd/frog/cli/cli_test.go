@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			c := &checkpointDir{dir: os.Args[1], keep: 3}
 			for v := int64(1); ; v++ {
 				blob := bytes.Repeat([]byte{byte(v)}, 1<<20+int(v%7)*4096)
-				if err := c.Save(actors.Checkpoint{Version: v, Updates: v, Learner: blob}); err != nil {
+				if err := c.Save(actors.Checkpoint{Progress: actors.Progress{Version: v, Updates: v}, Learner: blob}); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(1)
 				}

@@ -341,7 +341,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 		return err
 	}
 	defer dir.close()
-	o.Run.StartVersion, o.Run.StartUpdates = start.Version, start.Updates
+	o.Run.Start = start.Progress
 
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
 	if err != nil {
@@ -357,7 +357,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now()}
+	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now(), startEpisodes: start.Results}
 	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
 	if err != nil {
 		return err
@@ -390,7 +390,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
 	tr.waitEval()
-	if final := start.Updates + sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
+	if final := sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
 		tr.evaluate(context.WithoutCancel(ctx), final, learner.Current())
 	}
 	if err := shards.close(); err != nil {
@@ -552,7 +552,10 @@ type trainer struct {
 	learner *neural.Learner
 	shards  *shards
 	log     zerolog.Logger
-	start   time.Time
+	// start is when this part of the run started, startEpisodes the
+	// episodes the run had recorded by then (a resumed run's checkpoint's).
+	start         time.Time
+	startEpisodes int64
 
 	counters *actors.Counters
 	tries    atomic.Int64
@@ -606,7 +609,7 @@ func (t *trainer) onUpdate(u actors.UpdateRecord) {
 	e := updateEvent(u)
 	e.TrainPassRate = t.passRate()
 	if secs > 0 && t.counters != nil {
-		e.EpisodesPerSecond = float64(t.counters.Recorded()) / secs
+		e.EpisodesPerSecond = float64(t.counters.Recorded()-t.startEpisodes) / secs
 		e.TriesPerSecond = float64(t.tries.Load()) / secs
 	}
 	if err := t.dir.writeEvent(e); err != nil {

@@ -35,14 +35,18 @@ func TestMain(m *testing.M) {
 			}
 		},
 		"ckpt-load": func() {
-			ck, file, err := loadCheckpoint(os.Args[1])
+			ck, err := loadCheckpoint(os.Args[1])
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
+			if len(ck.Skipped) > 0 {
+				fmt.Fprintf(os.Stderr, "latest does not load: %v\n", ck.Skipped)
+				os.Exit(1)
+			}
 			for _, b := range ck.Learner {
 				if b != byte(ck.Version) {
-					fmt.Fprintf(os.Stderr, "%s: checkpoint %d holds bytes of another\n", file, ck.Version)
+					fmt.Fprintf(os.Stderr, "%s: checkpoint %d holds bytes of another\n", ck.File, ck.Version)
 					os.Exit(1)
 				}
 			}

@@ -298,8 +298,10 @@ type trainReport struct {
 	Evaluations []metricsEvent `json:"evaluations"`
 	Tasks       *taskReport    `json:"tasks,omitempty"`
 	RunDir      string         `json:"run_dir"`
-	Interrupted bool           `json:"interrupted"`
-	Version     string         `json:"frog_version"`
+	// ResumedFrom is the checkpoint this part of the run started from.
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	Interrupted bool   `json:"interrupted"`
+	Version     string `json:"frog_version"`
 }
 
 func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
@@ -357,15 +359,20 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now(), startEpisodes: start.Results}
+	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now(),
+		startEpisodes: start.Results, evs: start.Evals}
 	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
 	if err != nil {
 		return err
 	}
 	tr.shards = shards
-	if start.Updates == 0 {
+	// The baselines and the evaluation of the policy the run starts from,
+	// unless its metrics have them already (a resumed run's).
+	if !tr.evaluated("baseline") {
 		tr.baselines(ctx)
-		tr.evaluate(ctx, 0, learner.Current())
+	}
+	if tr.evalDue(start.Updates) && !tr.evaluatedAt(start.Updates) {
+		tr.evaluate(ctx, start.Updates, learner.Current())
 	}
 	var pl policy.Learner = learner
 	if o.RecordBatches != "" {
@@ -397,15 +404,16 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
 	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.report(),
-		RunDir: dir.path, Interrupted: ctx.Err() != nil, Version: version()}
+		RunDir: dir.path, ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
 
-// openRunDir makes the run's directory, or reopens a resumed one and puts
-// the learner and the curriculum back at its last checkpoint (a checkpoint
-// without the curriculum's state leaves it fresh, with a warning, and
-// returns no pool).
-func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log zerolog.Logger) (*runDir, actors.Checkpoint, error) {
+// openRunDir makes the run's directory, or reopens a resumed one: it puts
+// the learner and the curriculum back at the newest checkpoint that loads
+// (a checkpoint without the curriculum's state leaves it fresh, with a
+// warning, and returns no pool) and cuts the directory's records back to
+// that checkpoint (cutRunDir).
+func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log zerolog.Logger) (*runDir, resumePoint, error) {
 	if o.Resume == "" {
 		path := o.RunDir
 		if path == "" {
@@ -418,28 +426,42 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log z
 		}{version(), "train", *o}
 		d, err := createRunDir(path, cfg)
 		if err != nil {
-			return nil, actors.Checkpoint{}, err
+			return nil, resumePoint{}, err
 		}
 		log.Info().Str("dir", path).Msg("run directory")
-		return d, actors.Checkpoint{}, nil
+		return d, resumePoint{}, nil
 	}
-	ck, file, err := loadCheckpoint(o.Resume)
+	ck, err := loadCheckpoint(o.Resume)
 	if err != nil {
-		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume: %w", err)}
+		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume: %w", err)}
+	}
+	for _, why := range ck.Skipped {
+		log.Warn().Str("skipped", why).Str("checkpoint", ck.File).Msg("resuming from the newest checkpoint that loads, not from the one checkpoints/latest names")
+	}
+	if ck.Format == checkpointFormat1 {
+		log.Warn().Str("checkpoint", ck.File).Msg("checkpoint of an older frog: its counters are under no checksum, and it holds no episode accounting: the resumed run's episode budget, trajectories and summary count from it")
+		ck.Progress = actors.Progress{Version: ck.Version, Updates: ck.Updates}
 	}
 	if err := l.Restore(ck.Learner); err != nil {
-		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
+		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", ck.File, err)}
 	}
 	if err := restoreCurriculum(cur, &ck.Checkpoint, o.Curriculum, log); err != nil {
-		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
+		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", ck.File, err)}
 	}
 	os.Remove(filepath.Join(o.Resume, "summary.json")) // the run goes on
+	evals, err := cutRunDir(o.Resume, ck, log)
+	if err != nil {
+		return nil, resumePoint{}, err
+	}
 	d, err := openRunDirAppend(o.Resume)
 	if err != nil {
-		return nil, actors.Checkpoint{}, err
+		return nil, resumePoint{}, err
 	}
-	log.Info().Str("checkpoint", file).Int64("version", ck.Version).Int64("updates", ck.Updates).Msg("resuming")
-	return d, ck.Checkpoint, nil
+	log.Info().Str("checkpoint", ck.File).Int64("version", ck.Version).Int64("updates", ck.Updates).Int64("episodes", ck.Results).Msg("resuming")
+	if e := o.Run.Episodes; e > 0 && ck.Results >= e {
+		log.Warn().Int64("episodes", e).Int64("played", ck.Results).Msg("the run's episode budget is spent: nothing more to play (--episodes sets the whole run's)")
+	}
+	return d, resumePoint{loadedCheckpoint: ck, Evals: evals}, nil
 }
 
 // restoreCurriculum puts cur (the run's curriculum, kind name) back at the
@@ -677,6 +699,25 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	t.mu.Unlock()
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).
 		Float64("solved", rep.Solved.Rate).Float64("lo", rep.Solved.Lo).Float64("hi", rep.Solved.Hi).Msg("held-out evaluation")
+}
+
+// evalDue says whether the policy of this update is one the run evaluates:
+// the first, and every --eval-every.
+func (t *trainer) evalDue(update int64) bool {
+	every := int64(t.o.EvalEvery)
+	return update == 0 || every > 0 && update%every == 0
+}
+
+// evaluated says whether the run has an evaluation of this kind.
+func (t *trainer) evaluated(kind string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.evs {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluatedAt says whether the policy of this update has been evaluated

@@ -67,7 +67,7 @@ func TestScripts(t *testing.T) {
 		t.Fatalf("go env: %v", err)
 	}
 	dirs := strings.Fields(string(goenv))
-	testscript.Run(t, testscript.Params{Dir: "testdata/script", Setup: func(e *testscript.Env) error {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", Condition: scriptCondition, Setup: func(e *testscript.Env) error {
 		// frog synth runs the go command: give it the real caches, and
 		// no network.
 		e.Setenv("TINY", tiny)
@@ -77,6 +77,22 @@ func TestScripts(t *testing.T) {
 		e.Setenv("GOTOOLCHAIN", "local")
 		return nil
 	}})
+}
+
+// scriptCondition answers the scripts' own conditions: [tmpfs], whether
+// a script can mount a tmpfs in a mount namespace of its own (unshare -m:
+// root with CAP_SYS_ADMIN, as on frog's machines; not in every container).
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "tmpfs":
+		dir, err := os.MkdirTemp("", "frog-tmpfs-")
+		if err != nil {
+			return false, err
+		}
+		defer os.Remove(dir)
+		return exec.Command("unshare", "-m", "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).Run() == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 func runJSON(t *testing.T, args ...string) map[string]any {

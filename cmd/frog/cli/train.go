@@ -396,6 +396,9 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	bar := startBar(g, !o.JSON, o.Run.Episodes, "ep", tr.progress)
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
+	if errors.Is(runErr, actors.ErrCheckpoint) {
+		runErr = errors.Join(runErr, errors.New(savedNote(dir.path)))
+	}
 	tr.waitEval()
 	if final := sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
 		tr.evaluate(context.WithoutCancel(ctx), final, learner.Current())
@@ -462,6 +465,16 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log z
 		log.Warn().Int64("episodes", e).Int64("played", ck.Results).Msg("the run's episode budget is spent: nothing more to play (--episodes sets the whole run's)")
 	}
 	return d, resumePoint{loadedCheckpoint: ck, Evals: evals}, nil
+}
+
+// savedNote names the checkpoint a run that could not store its last ones
+// leaves to be resumed from.
+func savedNote(dir string) string {
+	ck, err := loadCheckpoint(dir)
+	if err != nil {
+		return fmt.Sprintf("the run has no checkpoint to resume from (%v)", err)
+	}
+	return fmt.Sprintf("the run's newest checkpoint is %s (update %d, %d episodes): 'frog train --resume %s' continues from it", ck.File, ck.Updates, ck.Results, dir)
 }
 
 // restoreCurriculum puts cur (the run's curriculum, kind name) back at the

@@ -108,7 +108,8 @@ evaluated on it once at the start. A run directory holds config.json,
 metrics.jsonl (a line per update, evaluation and baseline), trajectories/ (JSONL
 shards), checkpoints/ (every --checkpoint-every updates and at the end, atomic)
 and summary.json. 'frog report RUN' draws the curves; 'frog train --resume RUN'
-continues a run from its last checkpoint (the learner and the curriculum);
+continues a run from its last checkpoint (the learner, the curriculum, and
+the run's counting: --episodes and --duration are the whole run's);
 'frog eval --policy RUN' evaluates one.`,
 		Example: `  frog train
   frog train --episodes 4000 --heldout tasks/heldout.jsonl --eval-every 10
@@ -163,7 +164,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	o.TaskOpts.flags(f)
 	f.StringVar(&o.Name, "name", "", "run name (default train-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
-	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum (--episodes and --duration may be given anew)")
+	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum, its records cut back to the checkpoint (--episodes and --duration, the whole run's budget, may be given anew)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
 	f.StringVar(&o.RecordBatches, "record-batches", "", "write every batch the learner updates on to this file, a JSON line per update (gzip when it ends in .gz): each group's trajectories cut to their rewards, log-probabilities and decisions, enough to replay the updates on any backend without tasks or sandboxes (neural.ReadBatches; the GPU check's fixture is one)")
 	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")

@@ -244,6 +244,24 @@ func TestResumedRunContinuesItsCounting(t *testing.T) {
 		t.Errorf("the uninterrupted run admitted %d", first.Episodes.Admitted)
 	}
 
+	// Resumed from a checkpoint taken after an interruption, which
+	// cancelled what ran: the cancelled episodes are played again.
+	deps, _, _ = simDeps(t, simSetup{seed: 12})
+	deps.Learner, deps.Checkpoints = &countingLearner{Learner: deps.Learner}, &memSink{}
+	played = nil
+	deps.OnEpisode = func(r *EpisodeResult) { played = append(played, r) }
+	cfg.Start = ck.Progress
+	cfg.Start.Episodes.Completed -= 3
+	cfg.Start.Episodes.Cancelled += 3
+	sum, err = runWithin(t, time.Minute, context.Background(), cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, sum, cfg.Episodes+3)
+	if int64(len(played)) != cfg.Episodes-ck.Results+3 || sum.Episodes.Cancelled != 3 {
+		t.Errorf("resumed after 3 episodes were cancelled, the run played %d (%d cancelled); want %d", len(played), sum.Episodes.Cancelled, cfg.Episodes-ck.Results+3)
+	}
+
 	// Resumed from the run's last checkpoint: its budget is spent.
 	last := sink.saved[len(sink.saved)-1]
 	deps, _, _ = simDeps(t, simSetup{seed: 11})

@@ -83,7 +83,8 @@ type scheduler struct {
 	nextEp uint64
 
 	// planned counts the whole run's episodes (a resumed run's start with
-	// those its checkpoint filed), groupsPlanned this part's groups, whose
+	// those its checkpoint filed, but for the cancelled ones, which are
+	// played again), groupsPlanned this part's groups, whose
 	// ids begin at firstGroup; the staleness gate counts this part's
 	// versions, from startVersion on.
 	planned       int64 // episodes assigned to groups (admitted + queued)

@@ -78,7 +78,8 @@ type Config struct {
 	CheckpointTries int `json:"checkpoint_tries,omitempty"`
 	// Start is where a resumed run takes up the counting of the run it
 	// continues: its checkpoint's Progress. Episodes and Duration are the
-	// whole run's budget: a resumed run plays what is left of them.
+	// whole run's budget: a resumed run plays what is left of them (the
+	// episodes an interruption cancelled are played again).
 	Start Progress `json:"-"`
 }
 
@@ -398,7 +399,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 				groupsPerUpdate: cfg.GroupsPerUpdate, maxStaleness: cfg.MaxStaleness},
 			deps: edeps, curriculum: curPID, c: counters, log: log, done: done,
 			byID: make(map[uint64]*running), maxRestarts: cfg.MaxAttempts - 1,
-			planned: cfg.Start.Episodes.Admitted, nextEp: cfg.Start.NextEpisode, firstGroup: cfg.Start.NextGroup,
+			planned: cfg.Start.Episodes.Admitted - cfg.Start.Episodes.Cancelled, nextEp: cfg.Start.NextEpisode, firstGroup: cfg.Start.NextGroup,
 			version: cfg.Start.Version, startVersion: cfg.Start.Version,
 		}
 	}), "scheduler")

@@ -451,21 +451,29 @@ func TestStalenessBound(t *testing.T) {
 	}
 }
 
+// TestStalenessGateThrottlesAdmission, in a new run and in one resumed at
+// version 100 (whose gate once counted the versions before its start as
+// batches of its own, and let admission run ahead of the learner).
 func TestStalenessGateThrottlesAdmission(t *testing.T) {
-	deps, _, _ := simDeps(t, simSetup{seed: 2})
-	cfg := testConfig(4000, 4000)
-	cfg.GroupSize, cfg.GroupsPerUpdate, cfg.MaxStaleness = 4, 2, 1
-	sum, err := Run(context.Background(), cfg, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAccounting(t, sum, 4000)
-	// (maxStaleness+1) batches of groups may be planned ahead of the learner.
-	if limit := (cfg.MaxStaleness + 1) * cfg.GroupsPerUpdate * cfg.GroupSize; sum.Scheduler.PeakConcurrency > limit {
-		t.Errorf("peak concurrency %d above the staleness gate's %d", sum.Scheduler.PeakConcurrency, limit)
-	}
-	if sum.Scheduler.StalenessWaits == 0 {
-		t.Errorf("admission never waited on the staleness gate")
+	for _, start := range []int64{0, 100} {
+		t.Run(fmt.Sprint("start=", start), func(t *testing.T) {
+			deps, _, _ := simDeps(t, simSetup{seed: 2})
+			cfg := testConfig(4000, 4000)
+			cfg.GroupSize, cfg.GroupsPerUpdate, cfg.MaxStaleness = 4, 2, 1
+			cfg.Start.Version, cfg.Start.Updates = start, start
+			sum, err := Run(context.Background(), cfg, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAccounting(t, sum, 4000)
+			// (maxStaleness+1) batches of groups may be planned ahead of the learner.
+			if limit := (cfg.MaxStaleness + 1) * cfg.GroupsPerUpdate * cfg.GroupSize; sum.Scheduler.PeakConcurrency > limit {
+				t.Errorf("peak concurrency %d above the staleness gate's %d", sum.Scheduler.PeakConcurrency, limit)
+			}
+			if sum.Scheduler.StalenessWaits == 0 {
+				t.Errorf("admission never waited on the staleness gate")
+			}
+		})
 	}
 }
 

@@ -150,6 +150,13 @@ func (b *batcher) fresh(groups []policy.Group, version int64) []policy.Group {
 	return out
 }
 
+// resume takes up a resumed run's tallies (Config.Start): results filed,
+// and the rest as st counts them.
+func (b *batcher) resume(st LearnerStats, results int64) {
+	b.st = batchStats{results: results, groups: st.Groups, trajectories: st.Trajectories, zeroSignal: st.ZeroSignalGroups,
+		staleDropped: st.StaleDropped, maxStalenessSeen: st.MaxStalenessSeen, refilled: st.RefilledGroups}
+}
+
 // fill copies the batcher's tallies into st.
 func (b *batcher) fill(st *LearnerStats) {
 	st.Results, st.Groups, st.Trajectories = b.st.results, b.st.groups, b.st.trajectories

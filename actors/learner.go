@@ -54,10 +54,15 @@ type LearnerStats struct {
 	MaxStaleness     int   `json:"max_staleness"`
 	// UpdateSeconds is the wall time spent in updates.
 	UpdateSeconds float64 `json:"update_seconds"`
-	// Checkpoints counts the checkpoints saved.
-	Checkpoints int64 `json:"checkpoints"`
+	// Checkpoints counts the checkpoints saved, FailedCheckpoints those
+	// that were not.
+	Checkpoints       int64 `json:"checkpoints"`
+	FailedCheckpoints int64 `json:"failed_checkpoints,omitempty"`
 	// Error says why the learner ended the run (Config.MaxUpdateFailures).
 	Error string `json:"error,omitempty"`
+	// CheckpointError says why the run ended for want of a stored
+	// checkpoint (Config.CheckpointTries), and which was the last stored.
+	CheckpointError string `json:"checkpoint_error,omitempty"`
 }
 
 // pendingBatch is a batch of closed groups waiting for its update, with the
@@ -96,12 +101,15 @@ type abortRun struct{ reason string }
 // batches). After maxFailures failures in a row the learner asks the
 // scheduler to end the run.
 //
-// A checkpoint is the learner's bytes and counters, taken between updates
-// and sent as plain data to the curriculum actor (saveTo), which adds the
-// curriculum's state and stores it, then answers with a CheckpointSaved:
-// neither mailbox waits on the other. The answer to a Flush waits for the
-// checkpoints on their way and the last one, so that a run ends with its
-// final checkpoint stored.
+// A checkpoint is the learner's bytes and the run's progress, taken between
+// updates and sent as plain data to the curriculum actor (saveTo), which
+// adds the curriculum's state and stores it, then answers with a
+// CheckpointSaved: neither mailbox waits on the other. A checkpoint that
+// is not stored is tried again after the next update; after saveTries in a
+// row the learner asks the scheduler to end the run (a run that cannot
+// checkpoint would train on with nothing to resume from). The answer to a
+// Flush waits for the checkpoints on their way and the last one, tried up
+// to saveTries times, so that a run ends with its final checkpoint stored.
 type learner struct {
 	l           policy.Learner
 	server      *actor.PID
@@ -114,19 +122,34 @@ type learner struct {
 	runners     *sync.WaitGroup
 	// runCtx is the run's context; the updates' context derives from it.
 	runCtx context.Context
-	// startUpdates offsets the update count of a resumed run. Every every
-	// updates and at the end a checkpoint goes to saveTo (the curriculum
-	// actor; nil: none); sent is the update count of the last one sent,
-	// pending the ones not yet answered, retry says the last answer was a
-	// failure (the next chance sends again), final that the last checkpoint
-	// of a Flush was sent (or could not be).
-	startUpdates int64
-	every        int
-	saveTo       *actor.PID
-	sent         int64
-	pending      int
-	retry        bool
-	final        bool
+	// Every every updates and at the end a checkpoint goes to saveTo (the
+	// curriculum actor; nil: none); sent is the update count of the last
+	// one sent, pending the ones not yet answered, retry says the last
+	// answer was a failure (the next chance sends again), failedSaves
+	// counts those in a row (saveTries of them end the run), saved is the
+	// last stored; finalSent says the last checkpoint of a Flush was sent,
+	// final that it is done with (stored, or given up on).
+	every       int
+	saveTo      *actor.PID
+	saveTries   int
+	sent        int64
+	pending     int
+	retry       bool
+	failedSaves int
+	saved       *CheckpointSaved
+	finalSent   bool
+	final       bool
+
+	// The run's progress beyond the learner's tallies (Progress): the
+	// accounting of the results filed, the ids above theirs, the time
+	// before this part of the run started and when it did; sched is the
+	// scheduler the results report to.
+	eps          EpisodeCounts
+	nextEpisode  uint64
+	nextGroup    uint64
+	startSeconds float64
+	started      time.Time
+	sched        *actor.PID
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -144,10 +167,12 @@ func (l *learner) Receive(ctx actor.Context) {
 	case *actor.Started:
 		l.ctx, l.cancel = context.WithCancel(l.runCtx)
 		l.pol = l.l.Policy()
+		l.started = time.Now()
 	case *EpisodeResult:
 		if l.onEpisode != nil {
 			l.onEpisode(m)
 		}
+		l.count(m)
 		due := l.b.add(m)
 		refill := l.b.takeRefill()
 		if due && !refill {
@@ -174,10 +199,10 @@ func (l *learner) Receive(ctx actor.Context) {
 	case *CheckpointSaved:
 		l.pending--
 		if m.Err != "" {
-			l.retry = true
-			l.log.Error().Str("error", m.Err).Int64("version", m.Version).Msg("checkpoint not saved; the previous one stands")
+			l.refused(ctx, m.Version, m.Err)
 		} else {
 			l.st.Checkpoints++
+			l.failedSaves, l.saved = 0, m
 		}
 		l.next(ctx)
 	case *actor.Stopping:
@@ -202,7 +227,7 @@ func (l *learner) next(ctx actor.Context) {
 			l.st.EmptyBatches++
 			l.advance(ctx, l.pol)
 			l.report(ctx, p.trigger)
-		case l.ctx.Err() != nil || l.st.Error != "":
+		case l.ctx.Err() != nil || l.st.Error != "" || l.st.CheckpointError != "":
 			// The run is ending: cancelled, or given up on.
 			l.st.InterruptedUpdates++
 			l.st.DroppedGroups += int64(len(p.groups))
@@ -216,13 +241,19 @@ func (l *learner) next(ctx actor.Context) {
 		return
 	}
 	if !l.final {
-		// Once, after the checkpoints on their way are answered, and even
-		// when no update happened since the last: the curriculum has moved
-		// on (the outcomes since), and the last checkpoint is the run's
-		// state at its end.
-		l.final = true
-		if l.checkpoint(ctx, l.st.Updates > 0); l.pending > 0 {
-			return // answered when it is stored
+		// After the checkpoints on their way are answered, and even when
+		// no update happened since the last: the curriculum has moved on
+		// (the outcomes since), and the last checkpoint is the run's state
+		// at its end. A refused one is sent again at once, until it is
+		// stored or saveTries in a row were refused.
+		if l.finalSent && !l.retry || l.st.CheckpointError != "" {
+			l.final = true
+		} else {
+			l.finalSent = true
+			if l.checkpoint(ctx, l.st.Updates > 0); l.pending > 0 {
+				return // answered when it is stored
+			}
+			l.final = true
 		}
 	}
 	st := l.stats()
@@ -269,10 +300,10 @@ func (l *learner) finish(ctx actor.Context, m *updateDone) {
 		l.st.Updates++
 		l.advance(ctx, m.pol)
 		if l.onUpdate != nil {
-			l.onUpdate(UpdateRecord{Update: l.startUpdates + l.st.Updates, Version: l.version, Episodes: l.b.st.results,
+			l.onUpdate(UpdateRecord{Update: l.st.Updates, Version: l.version, Episodes: l.b.st.results,
 				Seconds: m.elapsed.Seconds(), UpdateStats: m.st})
 		}
-		if l.every > 0 && l.st.Updates%int64(l.every) == 0 {
+		if l.every > 0 && (l.st.Updates%int64(l.every) == 0 || l.retry) {
 			l.checkpoint(ctx, false)
 		}
 	}
@@ -280,22 +311,83 @@ func (l *learner) finish(ctx actor.Context, m *updateDone) {
 }
 
 // checkpoint sends the learner's state to be completed and stored, unless
-// it cannot be or, when not forced, it was sent already (and not refused).
-// It runs between updates (never while one is in flight).
+// it cannot be, the run gave up on checkpoints, or, when not forced, it was
+// sent already (and not refused). It runs between updates (never while one
+// is in flight).
 func (l *learner) checkpoint(ctx actor.Context, force bool) {
 	c, ok := l.l.(policy.Checkpointer)
-	if !ok || l.saveTo == nil || l.busy || (l.st.Updates == l.sent && !l.retry && !force) {
+	if !ok || l.saveTo == nil || l.busy || l.st.CheckpointError != "" || (l.st.Updates == l.sent && !l.retry && !force) {
 		return
 	}
+	l.sent = l.st.Updates
 	data, err := c.Checkpoint()
 	if err != nil {
-		l.log.Error().Err(err).Int64("version", l.version).Msg("checkpoint not saved; the previous one stands")
+		l.refused(ctx, l.version, err.Error())
 		return
 	}
-	l.sent, l.retry = l.st.Updates, false
+	l.retry = false
 	l.pending++
-	ctx.Send(l.saveTo, &SaveCheckpoint{ReplyTo: ctx.Self(),
-		Checkpoint: Checkpoint{Version: l.version, Updates: l.startUpdates + l.st.Updates, Results: l.b.st.results, Learner: data}})
+	ctx.Send(l.saveTo, &SaveCheckpoint{ReplyTo: ctx.Self(), Checkpoint: Checkpoint{Progress: l.progress(), Learner: data}})
+}
+
+// refused notes a checkpoint that was not stored: the next chance tries
+// again, and after saveTries in a row the learner asks the scheduler to
+// end the run, naming the last checkpoint stored.
+func (l *learner) refused(ctx actor.Context, version int64, why string) {
+	l.retry = true
+	l.failedSaves++
+	l.st.FailedCheckpoints++
+	l.log.Error().Str("error", why).Int64("version", version).Int("in_a_row", l.failedSaves).Int("tries", l.saveTries).
+		Msg("checkpoint not saved; the previous one stands")
+	if l.failedSaves < l.saveTries || l.st.CheckpointError != "" {
+		return
+	}
+	last := "none was stored by this run"
+	if s := l.saved; s != nil {
+		last = fmt.Sprintf("the last stored is of version %d (update %d)", s.Version, s.Updates)
+	}
+	l.st.CheckpointError = fmt.Sprintf("%d checkpoints in a row not stored, the last of version %d: %s; %s", l.failedSaves, version, why, last)
+	if l.sched != nil {
+		ctx.Send(l.sched, &abortRun{reason: l.st.CheckpointError})
+	}
+}
+
+// count adds a filed result to the run's progress: its outcome, and its
+// ids, above which a run resumed from a checkpoint numbers its own.
+func (l *learner) count(m *EpisodeResult) {
+	var reward float64
+	if m.Trajectory != nil {
+		reward = m.Trajectory.Reward
+	}
+	l.eps.add(m.Kind, reward, m.Attempts)
+	l.nextEpisode = max(l.nextEpisode, m.Episode+1)
+	l.nextGroup = max(l.nextGroup, m.Group+1)
+	if m.ReportTo != nil {
+		l.sched = m.ReportTo
+	}
+}
+
+// progress is the run's progress now, for a checkpoint (counted among its
+// checkpoints: a run resumed from it knows it was stored).
+func (l *learner) progress() Progress {
+	st := l.stats()
+	st.Checkpoints++
+	return Progress{Version: l.version, Updates: l.st.Updates, Results: l.b.st.results, Episodes: l.eps,
+		NextEpisode: l.nextEpisode, NextGroup: l.nextGroup, Seconds: l.startSeconds + time.Since(l.started).Seconds(), Stats: st}
+}
+
+// resume takes up the counting of the run a resumed run continues, at its
+// checkpoint's progress (zero for a new run).
+func (l *learner) resume(p Progress) {
+	l.st = p.Stats
+	l.st.Error, l.st.CheckpointError = "", ""
+	l.st.Updates = p.Updates
+	l.version, l.sent = p.Version, p.Updates
+	l.b.resume(p.Stats, p.Results)
+	l.eps, l.nextEpisode, l.nextGroup, l.startSeconds = p.Episodes, p.NextEpisode, p.NextGroup, p.Seconds
+	if p.Version > 0 {
+		l.saved = &CheckpointSaved{Version: p.Version, Updates: p.Updates}
+	}
 }
 
 // advance moves to the next version and publishes pol as it.

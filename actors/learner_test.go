@@ -201,7 +201,7 @@ func TestLearnerCheckpoints(t *testing.T) {
 	deps.Learner, deps.Checkpoints = cl, sink
 	cfg := testConfig(200, 4)
 	cfg.GroupSize, cfg.GroupsPerUpdate, cfg.CheckpointEvery = 4, 1, 10
-	cfg.StartVersion, cfg.StartUpdates = 100, 50
+	cfg.Start.Version, cfg.Start.Updates = 100, 50
 	sum, err := runWithin(t, time.Minute, context.Background(), cfg, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +209,17 @@ func TestLearnerCheckpoints(t *testing.T) {
 	if len(sink.saved) < 5 {
 		t.Fatalf("%d checkpoints for %d updates every 10", len(sink.saved), sum.Learner.Updates)
 	}
+	// The resumed run's counting goes on from its start: updates and
+	// versions, and checkpoints every 10 updates of the whole run.
 	last := sink.saved[len(sink.saved)-1]
-	if string(last.Learner) != fmt.Sprint(cl.n) || last.Updates != 50+sum.Learner.Updates || last.Version != sum.Learner.Version || last.Version < 100 {
-		t.Errorf("last checkpoint %+v (learner bytes %q); learner made %d updates, version %d", last, last.Learner, cl.n, sum.Learner.Version)
+	if string(last.Learner) != fmt.Sprint(cl.n) || sum.Learner.Updates != 50+int64(cl.n) || last.Updates != sum.Learner.Updates ||
+		last.Version != sum.Learner.Version || last.Version < 100 {
+		t.Errorf("last checkpoint %+v (learner bytes %q); the learner made %d updates from update 50, the run ends at update %d, version %d",
+			last.Progress, last.Learner, cl.n, sum.Learner.Updates, sum.Learner.Version)
 	}
 	for i, c := range sink.saved[:len(sink.saved)-1] {
-		if (c.Updates-50)%10 != 0 {
-			t.Errorf("checkpoint %d at update %d, not a multiple of 10 past the start", i, c.Updates)
+		if c.Updates%10 != 0 {
+			t.Errorf("checkpoint %d at update %d, not a multiple of 10", i, c.Updates)
 		}
 	}
 }

@@ -25,6 +25,16 @@ type Counters struct {
 	Running     atomic.Int64
 }
 
+// resume starts the tallies at a resumed run's (Config.Start).
+func (c *Counters) resume(e EpisodeCounts) {
+	c.Admitted.Add(e.Admitted)
+	c.Completed.Add(e.Completed)
+	c.Solved.Add(e.Solved)
+	c.FailedInfra.Add(e.FailedInfra)
+	c.Cancelled.Add(e.Cancelled)
+	c.Retries.Add(e.Retries)
+}
+
 // Recorded is the number of episodes with a recorded outcome.
 func (c *Counters) Recorded() int64 {
 	return c.Completed.Load() + c.FailedInfra.Load() + c.Cancelled.Load()
@@ -75,10 +85,17 @@ type scheduler struct {
 	qhead  int
 	nextEp uint64
 
+	// planned counts the whole run's episodes (a resumed run's start with
+	// those its checkpoint filed, but for the cancelled ones, which are
+	// played again), groupsPlanned this part's groups, whose
+	// ids begin at firstGroup; the staleness gate counts this part's
+	// versions, from startVersion on.
 	planned       int64 // episodes assigned to groups (admitted + queued)
 	groupsPlanned int64
+	firstGroup    uint64
 	refunded      int64 // groups dropped for want of signal, planned anew
 	version       int64
+	startVersion  int64
 	outstanding   bool // a NextTasks is in flight
 	draining      bool // no more admission
 	finished      bool
@@ -173,7 +190,7 @@ func (s *scheduler) plan(tasks []*env.Task) {
 		if n <= 0 || s.draining {
 			return
 		}
-		g := uint64(s.groupsPlanned)
+		g := s.firstGroup + uint64(s.groupsPlanned)
 		s.groupsPlanned++
 		s.planned += n
 		for range n {
@@ -185,8 +202,9 @@ func (s *scheduler) plan(tasks []*env.Task) {
 // gateHeadroom is how many more groups may be planned within the staleness
 // bound: groups planned < (version + maxStaleness + 1) × batch, where a
 // group dropped for want of signal (refilled) no longer counts as planned.
+// A resumed run counts its own groups and the versions since its start.
 func (s *scheduler) gateHeadroom() int64 {
-	return (s.version+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - (s.groupsPlanned - s.refunded)
+	return (s.version-s.startVersion+int64(s.cfg.maxStaleness)+1)*int64(s.cfg.groupsPerUpdate) - (s.groupsPlanned - s.refunded)
 }
 
 func (s *scheduler) budgetLeft() bool {

@@ -71,9 +71,16 @@ type Config struct {
 	// beyond the first (policy.Return), so that a group whose rollouts all
 	// fix their task still says which tried the fix first. 0: the rewards.
 	TryCost float64 `json:"try_cost"`
-	// StartVersion and StartUpdates continue a resumed run's counting.
-	StartVersion int64 `json:"start_version,omitempty"`
-	StartUpdates int64 `json:"start_updates,omitempty"`
+	// CheckpointTries is how many times in a row a checkpoint may fail to
+	// be stored (Deps.Checkpoints) before the run ends with ErrCheckpoint:
+	// a failed one is tried again at the next update, and at the end of
+	// the run at once; 0: 3.
+	CheckpointTries int `json:"checkpoint_tries,omitempty"`
+	// Start is where a resumed run takes up the counting of the run it
+	// continues: its checkpoint's Progress. Episodes and Duration are the
+	// whole run's budget: a resumed run plays what is left of them (the
+	// episodes an interruption cancelled are played again).
+	Start Progress `json:"-"`
 }
 
 // DefaultConfig is the configuration `frog sim` starts from.
@@ -155,6 +162,9 @@ func (c Config) WithDefaults() Config {
 	if c.Run == "" {
 		c.Run = d.Run
 	}
+	if c.CheckpointTries < 1 {
+		c.CheckpointTries = 3
+	}
 	return c
 }
 
@@ -193,8 +203,9 @@ type Deps struct {
 	// updates and sends it to the curriculum actor, which adds the
 	// curriculum's (Checkpoint.Curriculum, Checkpoint.Pool) and calls Save:
 	// Save is called from the curriculum actor, one checkpoint at a time,
-	// and must not block for long (a file write); its error is logged by
-	// the learner and the run goes on.
+	// and must not block for long (a file write). A refused checkpoint is
+	// logged by the learner and tried again (Config.CheckpointTries); when
+	// none of those tries is stored the run ends with ErrCheckpoint.
 	Checkpoints CheckpointSink
 	// TaskPool, when set, are fresh tasks the curriculum actor serves
 	// before it asks the synthesizer for more: a resumed run's, from its
@@ -210,14 +221,12 @@ type CheckpointSink interface {
 }
 
 // Checkpoint is a run's state at one version, as plain data: the learner's
-// own bytes (policy.Checkpointer), the run's counters, and the curriculum's
+// own bytes (policy.Checkpointer), the run's progress, and the curriculum's
 // state when the curriculum actor stored the checkpoint, a moment after the
 // learner took its part (the outcomes on their way from the learner to the
 // curriculum then are in the learner's part only).
 type Checkpoint struct {
-	Version int64  `json:"version"`
-	Updates int64  `json:"updates"`
-	Results int64  `json:"results"`
+	Progress
 	Learner []byte `json:"learner"`
 	// Curriculum is the curriculum's snapshot (synth.Snapshotter); empty
 	// when the curriculum has none, and in the checkpoints of runs made
@@ -228,8 +237,37 @@ type Checkpoint struct {
 	Pool []env.Task `json:"pool,omitempty"`
 }
 
+// Progress is how far a run had come when the learner took a checkpoint,
+// counted over the whole run (every resumption of it included): the
+// episode results the learner had filed, and what came of them. A run
+// resumed from the checkpoint takes up its counting there (Config.Start):
+// the episodes admitted but not filed by then are played again, so that
+// the run's records hold each episode once.
+type Progress struct {
+	Version int64 `json:"version"`
+	Updates int64 `json:"updates"`
+	// Results is the episode results filed (the trajectories a run
+	// directory kept by then, in the order filed).
+	Results int64 `json:"results"`
+	// Episodes is the accounting of those results: each one an admitted
+	// episode with its outcome. Absent from the checkpoints of older frogs.
+	Episodes EpisodeCounts `json:"episodes"`
+	// NextEpisode and NextGroup are above the ids of every episode and
+	// group filed: a resumed run numbers its own from there.
+	NextEpisode uint64 `json:"next_episode"`
+	NextGroup   uint64 `json:"next_group"`
+	// Seconds is the run's time until then.
+	Seconds float64 `json:"elapsed_seconds"`
+	// Stats is the learner's tallies then (the checkpoint counted among
+	// its Checkpoints); Version, Updates and Results are the fields above.
+	Stats LearnerStats `json:"learner_stats"`
+}
+
 // Summary is what a run did. Its counters always satisfy
-// Admitted = Completed + FailedInfra + Cancelled.
+// Admitted = Completed + FailedInfra + Cancelled. A resumed run's episodes,
+// elapsed time, learner and curriculum are the whole run's (they go on
+// from Config.Start); its Scheduler, PolicyServer, Synth and Sandbox are
+// the part it ran.
 type Summary struct {
 	Episodes          EpisodeCounts         `json:"episodes"`
 	ElapsedSeconds    float64               `json:"elapsed_seconds"`
@@ -258,6 +296,26 @@ type EpisodeCounts struct {
 	Accounted bool `json:"accounted"`
 }
 
+// add counts one episode's outcome, as the scheduler counts it.
+func (e *EpisodeCounts) add(kind OutcomeKind, reward float64, attempts int) {
+	e.Admitted++
+	switch kind {
+	case Completed:
+		e.Completed++
+		if reward > 0 {
+			e.Solved++
+		}
+	case FailedInfra:
+		e.FailedInfra++
+	case Cancelled:
+		e.Cancelled++
+	}
+	if attempts > 1 {
+		e.Retries += int64(attempts - 1)
+	}
+	e.Accounted = e.Admitted == e.Completed+e.FailedInfra+e.Cancelled
+}
+
 // ErrAccounting is returned (with the summary) when a run's counters do not
 // add up; it would mean an episode was lost.
 var ErrAccounting = errors.New("episode accounting does not add up")
@@ -265,6 +323,11 @@ var ErrAccounting = errors.New("episode accounting does not add up")
 // ErrLearner is returned (with the summary) when the learner failed too many
 // updates in a row (Config.MaxUpdateFailures).
 var ErrLearner = errors.New("learner failed")
+
+// ErrCheckpoint is returned (with the summary) when checkpoints could not be
+// stored Config.CheckpointTries times in a row: the run ended rather than
+// train on with nothing to resume from.
+var ErrCheckpoint = errors.New("checkpoint not saved")
 
 // Run runs the actor system until the episode budget is spent, the duration
 // has passed or ctx is cancelled, and returns what happened. Cancelling ctx
@@ -285,6 +348,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	if counters == nil {
 		counters = new(Counters)
 	}
+	counters.resume(cfg.Start.Episodes)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slogHandler{log: log.With().Str("component", "protoactor").Logger()})
 	}))
@@ -316,10 +380,12 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			maxInflight: cfg.InferenceWorkers, root: root, runners: &runners}
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &learner{l: deps.Learner, server: serverPID, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance, cfg.TryCost),
-			version: cfg.StartVersion, startUpdates: cfg.StartUpdates, every: cfg.CheckpointEvery, saveTo: saveTo,
+		l := &learner{l: deps.Learner, server: serverPID, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance, cfg.TryCost),
+			every: cfg.CheckpointEvery, saveTo: saveTo, saveTries: cfg.CheckpointTries,
 			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, onEpisode: deps.OnEpisode, log: log,
 			root: root, runners: &runners, runCtx: ctx}
+		l.resume(cfg.Start)
+		return l
 	}), "learner")
 	edeps := &episodeDeps{
 		run: cfg.Run, provider: deps.Provider, server: serverPID, learner: learnerPID,
@@ -337,6 +403,8 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 				groupsPerUpdate: cfg.GroupsPerUpdate, maxStaleness: cfg.MaxStaleness},
 			deps: edeps, curriculum: curPID, c: counters, log: log, done: done,
 			byID: make(map[uint64]*running), maxRestarts: cfg.MaxAttempts - 1,
+			planned: cfg.Start.Episodes.Admitted - cfg.Start.Episodes.Cancelled, nextEp: cfg.Start.NextEpisode, firstGroup: cfg.Start.NextGroup,
+			version: cfg.Start.Version, startVersion: cfg.Start.Version,
 		}
 	}), "scheduler")
 	log.Info().Int64("episodes", cfg.Episodes).Int("concurrency", cfg.Concurrency).
@@ -344,7 +412,8 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 
 	var timeout <-chan time.Time
 	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
+		// The whole run's: a resumed run has what its start left.
+		t := time.NewTimer(max(cfg.Duration-time.Duration(cfg.Start.Seconds*float64(time.Second)), 0))
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -367,7 +436,7 @@ wait:
 			root.Send(schedPID, &shutdown{})
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(start) + time.Duration(cfg.Start.Seconds*float64(time.Second))
 
 	var sum Summary
 	var errs []error
@@ -423,6 +492,9 @@ wait:
 	}
 	if sum.Learner.Error != "" {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrLearner, sum.Learner.Error))
+	}
+	if sum.Learner.CheckpointError != "" {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrCheckpoint, sum.Learner.CheckpointError))
 	}
 	if !e.Accounted {
 		errs = append(errs, fmt.Errorf("%w: admitted %d, completed %d, failed_infra %d, cancelled %d",

@@ -146,13 +146,18 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 		return greedy(l), nil
 	}
 	if _, err := os.Stat(name); err == nil {
-		ck, file, err := loadCheckpoint(name)
+		ck, err := loadCheckpoint(name)
 		if err != nil {
 			return nil, err
 		}
+		if len(ck.Skipped) > 0 {
+			// Not another policy than the one asked for without a word.
+			return nil, fmt.Errorf("%s: the run's latest checkpoint does not load (%s); its newest that does is %s: name it to evaluate that one",
+				name, strings.Join(ck.Skipped, "; "), ck.File)
+		}
 		l, err := neural.FromCheckpoint(cuda.NewCPU(), ck.Learner)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, fmt.Errorf("%s: %w", ck.File, err)
 		}
 		return greedy(l), nil
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"text/tabwriter"
 
@@ -75,6 +77,11 @@ func readRun(dir string) (*runSeries, error) {
 	}
 	defer f.Close()
 	s := &runSeries{Run: dir, Baselines: map[string]metricsEvent{}}
+	// One point per update and one evaluation per update: a run resumed
+	// by an older frog wrote the updates after its checkpoint again, and
+	// the later copy is the one the run went on from.
+	updates := map[int64]metricsEvent{}
+	heldout := map[int64]metricsEvent{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for n := 1; sc.Scan(); n++ {
@@ -91,15 +98,10 @@ func readRun(dir string) (*runSeries, error) {
 			if e.UpdateRecord == nil {
 				continue
 			}
-			x := float64(e.Update)
-			s.Updates = max(s.Updates, int(e.Update))
-			s.Train = append(s.Train, plotter.XY{X: x, Y: e.TrainPassRate})
-			s.ZeroShare = append(s.ZeroShare, plotter.XY{X: x, Y: e.ZeroSignalShare})
-			s.EpsPerSec = append(s.EpsPerSec, plotter.XY{X: x, Y: e.EpisodesPerSecond})
-			s.TriesSec = append(s.TriesSec, plotter.XY{X: x, Y: e.TriesPerSecond})
+			updates[e.Update] = e
 		case "eval":
 			if e.Solved != nil {
-				s.Heldout = append(s.Heldout, e)
+				heldout[e.AtUpdate] = e
 			}
 		case "baseline":
 			if e.Solved != nil {
@@ -110,10 +112,20 @@ func readRun(dir string) (*runSeries, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	for _, u := range slices.Sorted(maps.Keys(updates)) {
+		e, x := updates[u], float64(u)
+		s.Updates = max(s.Updates, int(u))
+		s.Train = append(s.Train, plotter.XY{X: x, Y: e.TrainPassRate})
+		s.ZeroShare = append(s.ZeroShare, plotter.XY{X: x, Y: e.ZeroSignalShare})
+		s.EpsPerSec = append(s.EpsPerSec, plotter.XY{X: x, Y: e.EpisodesPerSecond})
+		s.TriesSec = append(s.TriesSec, plotter.XY{X: x, Y: e.TriesPerSecond})
+	}
+	for _, u := range slices.Sorted(maps.Keys(heldout)) {
+		s.Heldout = append(s.Heldout, heldout[u])
+	}
 	if len(s.Train) == 0 && len(s.Heldout) == 0 {
 		return nil, fmt.Errorf("report: %s/metrics.jsonl holds no update and no evaluation", dir)
 	}
-	sort.Slice(s.Heldout, func(i, j int) bool { return s.Heldout[i].AtUpdate < s.Heldout[j].AtUpdate })
 	return s, nil
 }
 

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,19 +26,10 @@ func frog(t *testing.T, args ...string) (string, error) {
 	return errb.String(), err
 }
 
-// metricsLines counts the lines of a run's metrics.jsonl.
-func metricsLines(t *testing.T, run string) int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Count(data, []byte("\n"))
-}
-
-// firstCurriculumRecord is the first curriculum line of metrics.jsonl
-// after its first skip lines.
-func firstCurriculumRecord(t *testing.T, run string, skip int) actors.CurriculumRecord {
+// firstCurriculumRecord is the first curriculum line of metrics.jsonl of
+// version from on: a run resumed from a checkpoint of that version cuts
+// the lines of the versions from it on, and writes its own.
+func firstCurriculumRecord(t *testing.T, run string, from int64) actors.CurriculumRecord {
 	t.Helper()
 	f, err := os.Open(filepath.Join(run, "metrics.jsonl"))
 	if err != nil {
@@ -44,17 +38,19 @@ func firstCurriculumRecord(t *testing.T, run string, skip int) actors.Curriculum
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
-	for i := 0; sc.Scan(); i++ {
-		if i < skip || !bytes.Contains(sc.Bytes(), []byte(`"kind":"curriculum"`)) {
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), []byte(`"kind":"curriculum"`)) {
 			continue
 		}
 		var r actors.CurriculumRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
-		return r
+		if r.Version >= from {
+			return r
+		}
 	}
-	t.Fatalf("no curriculum line in %s/metrics.jsonl after line %d", run, skip)
+	t.Fatalf("no curriculum line of version %d on in %s/metrics.jsonl", from, run)
 	return actors.CurriculumRecord{}
 }
 
@@ -77,37 +73,66 @@ func checkpointedCurriculum(t *testing.T, run string) synth.CurriculumStats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck, file, err := loadCheckpoint(run)
+	ck, err := loadCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ck.Curriculum) == 0 {
-		t.Fatalf("%s holds no curriculum state", file)
+		t.Fatalf("%s holds no curriculum state", ck.File)
 	}
 	if err := cur.(synth.Snapshotter).Restore(ck.Curriculum); err != nil {
-		t.Fatalf("%s: %v", file, err)
+		t.Fatalf("%s: %v", ck.File, err)
 	}
 	return cur.Stats()
 }
 
-// editLatest rewrites run's latest checkpoint file with edit applied to
-// its JSON object and returns a function that puts the original back.
-func editLatest(t *testing.T, run string, edit func(map[string]json.RawMessage)) (restore func()) {
+// latestVersion is the version of run's latest checkpoint.
+func latestVersion(t *testing.T, run string) int64 {
 	t.Helper()
-	_, file, err := loadCheckpoint(run)
+	ck, err := loadCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ck.Version
+}
+
+// editLatest rewrites run's latest checkpoint file with edit applied to
+// its checkpoint's JSON object, under a checksum of the edited bytes (a
+// state frog itself saved), or as an older frog wrote it (format 1: the
+// fields at the top level, no checksum), and returns a function that puts
+// the original back.
+func editLatest(t *testing.T, run string, older bool, edit func(map[string]json.RawMessage)) (restore func()) {
+	t.Helper()
+	ck, err := loadCheckpoint(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := ck.File
 	orig, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var f checkpointFile
+	if err := json.Unmarshal(orig, &f); err != nil {
+		t.Fatal(err)
+	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(orig, &m); err != nil {
+	if err := json.Unmarshal(f.Checkpoint, &m); err != nil {
 		t.Fatal(err)
 	}
 	edit(m)
-	data, err := json.Marshal(m)
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	if older {
+		m["format"] = json.RawMessage(`"` + checkpointFormat1 + `"`)
+		data, err = json.Marshal(m)
+	} else {
+		sum := sha256.Sum256(body)
+		data, err = json.Marshal(checkpointFile{Format: checkpointFileFormat, Sum: hex.EncodeToString(sum[:]), Checkpoint: body})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,19 +178,20 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 		t.Fatalf("the checkpoint's curriculum observed %d outcomes, buffer %+v: the test needs some", at.Observed, at.Frontier)
 	}
 
-	resume := func(extra ...string) (string, int, error) {
-		skip := metricsLines(t, run)
-		stderr, err := frog(t, append([]string{"train", "--resume", run, "--episodes", "4", "--log-level", "warn", "--json"}, extra...)...)
-		return stderr, skip, err
+	// --episodes is the whole run's budget: each resumption plays 4 more.
+	resume := func(episodes int, extra ...string) (string, int64, error) {
+		from := latestVersion(t, run)
+		stderr, err := frog(t, append([]string{"train", "--resume", run, "--episodes", fmt.Sprint(episodes), "--log-level", "warn", "--json"}, extra...)...)
+		return stderr, from, err
 	}
-	stderr, skip, err := resume()
+	stderr, from, err := resume(16)
 	if err != nil {
 		t.Fatalf("frog train --resume: %v\n%s", err, stderr)
 	}
 	if strings.Contains(stderr, "starts fresh") {
 		t.Errorf("resumed from a checkpoint with a curriculum state, the run warns:\n%s", stderr)
 	}
-	first := firstCurriculumRecord(t, run, skip)
+	first := firstCurriculumRecord(t, run, from)
 	t.Logf("checkpoint: observed %d, buffer %d, fresh %d; the resumed run's first record: observed %d, frontier %+v",
 		at.Observed, at.Frontier.Buffer, at.Frontier.Fresh, first.Observed, first.Frontier)
 	if first.Observed != at.Observed || first.Frontier == nil || first.Frontier.Buffer < at.Frontier.Buffer {
@@ -178,13 +204,13 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 
 	// Another curriculum than the run's: a usage error, before anything runs.
 	var ue *UsageError
-	if stderr, _, err := resume("--curriculum", "uniform"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "the run's curriculum is frontier") {
+	if stderr, _, err := resume(20, "--curriculum", "uniform"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "the run's curriculum is frontier") {
 		t.Errorf("--resume --curriculum uniform: %v; want a usage error naming the run's curriculum\n%s", err, stderr)
 	}
 
 	// A corrupted curriculum state: a usage error.
 	at = checkpointedCurriculum(t, run)
-	restore := editLatest(t, run, func(m map[string]json.RawMessage) {
+	restore := editLatest(t, run, false, func(m map[string]json.RawMessage) {
 		var c bytes.Buffer
 		if err := json.Compact(&c, m["curriculum"]); err != nil {
 			t.Fatal(err)
@@ -194,25 +220,29 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 		}
 		m["curriculum"] = bytes.Replace(c.Bytes(), []byte(`"tick":`), []byte(`"tick":9`), 1)
 	})
-	if stderr, _, err := resume(); !errors.As(err, &ue) || !strings.Contains(err.Error(), "corrupted") {
+	if stderr, _, err := resume(20); !errors.As(err, &ue) || !strings.Contains(err.Error(), "corrupted") {
 		t.Errorf("resumed from a corrupted curriculum state: %v; want a usage error saying it is corrupted\n%s", err, stderr)
 	}
 	restore()
 
 	// An older frog's checkpoint, without the curriculum's state: resumed,
-	// with a warning, the curriculum fresh.
-	editLatest(t, run, func(m map[string]json.RawMessage) {
+	// with a warning, the curriculum fresh (and the budget counted from
+	// the checkpoint: an older frog's does not say what was played).
+	editLatest(t, run, true, func(m map[string]json.RawMessage) {
 		delete(m, "curriculum")
 		delete(m, "pool")
 	})
-	stderr, skip, err = resume()
+	stderr, from, err = resume(4)
 	if err != nil {
 		t.Fatalf("frog train --resume from a checkpoint without a curriculum state: %v\n%s", err, stderr)
 	}
 	if !strings.Contains(stderr, "starts fresh") {
 		t.Errorf("resumed from a checkpoint without a curriculum state, the run does not warn that its curriculum starts fresh:\n%s", stderr)
 	}
-	if first := firstCurriculumRecord(t, run, skip); first.Observed != 0 {
+	if !strings.Contains(stderr, "older frog") {
+		t.Errorf("resumed from an older frog's checkpoint, the run does not say so:\n%s", stderr)
+	}
+	if first := firstCurriculumRecord(t, run, from); first.Observed != 0 {
 		t.Errorf("a fresh curriculum's first record observed %d outcomes; want 0", first.Observed)
 	}
 	if at.Observed == 0 {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,12 +22,12 @@ import (
 // appended to as the learner updates, summary.json written last. JSON
 // documents are written atomically (temporary file, fsync, rename). Each
 // metrics record is written (one write of one line) as it is made, so a run
-// killed at any point keeps every record up to the kill; the file is synced
-// at the end.
+// killed at any point keeps every record up to the kill; a write that fails
+// part way is cut back (jsonlFile); the file is synced at the end.
 type runDir struct {
 	path    string
 	mu      sync.Mutex
-	metrics *os.File
+	metrics *jsonlFile
 }
 
 // checkRunName refuses a run name that is not one plain path element: the
@@ -52,7 +54,7 @@ func createRunDir(path string, config any) (*runDir, error) {
 	if err := writeJSONAtomic(filepath.Join(path, "config.json"), config); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(path, "metrics.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := openJSONL(filepath.Join(path, "metrics.jsonl"), os.O_TRUNC)
 	if err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
@@ -84,7 +86,7 @@ func jsonLines[T any](d *runDir, log zerolog.Logger) func(T) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if err == nil {
-			_, err = d.metrics.Write(append(line, '\n'))
+			err = d.metrics.append(line)
 		}
 		if err != nil && failed.CompareAndSwap(false, true) {
 			log.Error().Err(err).Msg("write metrics.jsonl; later records are dropped silently")
@@ -102,7 +104,7 @@ func (d *runDir) writeSummary(v any) error {
 func (d *runDir) flush() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.metrics.Sync(); err != nil {
+	if err := d.metrics.f.Sync(); err != nil {
 		return fmt.Errorf("sync metrics.jsonl: %w", err)
 	}
 	return nil
@@ -110,7 +112,112 @@ func (d *runDir) flush() error {
 
 func (d *runDir) close() {
 	_ = d.flush()
-	_ = d.metrics.Close()
+	_ = d.metrics.f.Close()
+}
+
+// jsonlFile is a JSONL file that records are appended to a whole line at
+// a time. A write that fails part way (a full disk) is cut back to the last
+// whole line, so that the next record is not glued onto a torn one; when
+// even the cut fails, the next record starts a line of its own, and the
+// torn line is one that readers skip. It is not safe for concurrent use.
+type jsonlFile struct {
+	f appendFile
+	// size is the length of the file's whole lines, and of a torn line
+	// that could not be cut back (torn): the next record's newline ends it.
+	size int64
+	torn bool
+}
+
+// appendFile is the file under a jsonlFile: an *os.File opened to append
+// (O_APPEND: every write goes to the end, also after a cut), or in tests a
+// file on a disk that fills up.
+type appendFile interface {
+	io.Writer
+	Truncate(size int64) error
+	Sync() error
+	Close() error
+}
+
+// openJSONL opens path to append records to (flag adds to O_CREATE,
+// O_WRONLY and O_APPEND: O_TRUNC for a new file). A file that does not end
+// in a newline gets its next record on a line of its own (a resumed run
+// sets a torn last line aside before: cutRunDir).
+func openJSONL(path string, flag int) (*jsonlFile, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	torn, err := endsTorn(path, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &jsonlFile{f: f, size: st.Size(), torn: torn}, nil
+}
+
+// endsTorn says whether the file at path, of size bytes, does not end in
+// a newline.
+func endsTorn(path string, size int64) (bool, error) {
+	if size == 0 {
+		return false, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return false, err
+	}
+	return last[0] != '\n', nil
+}
+
+// append writes record (one JSON document, without its newline) as a line.
+func (j *jsonlFile) append(record []byte) error {
+	line := make([]byte, 0, len(record)+2)
+	if j.torn {
+		line = append(line, '\n')
+	}
+	line = append(append(line, record...), '\n')
+	n, err := j.f.Write(line)
+	if err == nil {
+		j.size += int64(n)
+		j.torn = false
+		return nil
+	}
+	if n > 0 {
+		if terr := j.f.Truncate(j.size); terr != nil {
+			j.torn = true
+			j.size += int64(n)
+		}
+	}
+	return err
+}
+
+// cutAside copies tail, the end of the file at path from offset keep on,
+// to a file beside it named by its hash (synced), and then cuts the file
+// at keep. It returns the name of the copy.
+func cutAside(path string, tail []byte, keep int64) (string, error) {
+	aside := path + ".torn-" + tornHash(tail)
+	if err := writeFileAtomic(aside, tail); err != nil {
+		return "", fmt.Errorf("set the torn line of %s aside: %w", path, err)
+	}
+	if err := os.Truncate(path, keep); err != nil {
+		return "", fmt.Errorf("cut the torn line of %s: %w", path, err)
+	}
+	return aside, nil
+}
+
+// tornHash names a torn line set aside by (a hash of) its bytes.
+func tornHash(tail []byte) string {
+	sum := sha256.Sum256(tail)
+	return hex.EncodeToString(sum[:6])
 }
 
 // writeJSONAtomic writes v as indented JSON to path (writeFileAtomic).

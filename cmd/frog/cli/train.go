@@ -108,7 +108,8 @@ evaluated on it once at the start. A run directory holds config.json,
 metrics.jsonl (a line per update, evaluation and baseline), trajectories/ (JSONL
 shards), checkpoints/ (every --checkpoint-every updates and at the end, atomic)
 and summary.json. 'frog report RUN' draws the curves; 'frog train --resume RUN'
-continues a run from its last checkpoint (the learner and the curriculum);
+continues a run from its last checkpoint (the learner, the curriculum, and
+the run's counting: --episodes and --duration are the whole run's);
 'frog eval --policy RUN' evaluates one.`,
 		Example: `  frog train
   frog train --episodes 4000 --heldout tasks/heldout.jsonl --eval-every 10
@@ -163,7 +164,7 @@ continues a run from its last checkpoint (the learner and the curriculum);
 	o.TaskOpts.flags(f)
 	f.StringVar(&o.Name, "name", "", "run name (default train-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
-	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum (--episodes and --duration may be given anew)")
+	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum, its records cut back to the checkpoint (--episodes and --duration, the whole run's budget, may be given anew)")
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
 	f.StringVar(&o.RecordBatches, "record-batches", "", "write every batch the learner updates on to this file, a JSON line per update (gzip when it ends in .gz): each group's trajectories cut to their rewards, log-probabilities and decisions, enough to replay the updates on any backend without tasks or sandboxes (neural.ReadBatches; the GPU check's fixture is one)")
 	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")
@@ -298,8 +299,10 @@ type trainReport struct {
 	Evaluations []metricsEvent `json:"evaluations"`
 	Tasks       *taskReport    `json:"tasks,omitempty"`
 	RunDir      string         `json:"run_dir"`
-	Interrupted bool           `json:"interrupted"`
-	Version     string         `json:"frog_version"`
+	// ResumedFrom is the checkpoint this part of the run started from.
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	Interrupted bool   `json:"interrupted"`
+	Version     string `json:"frog_version"`
 }
 
 func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
@@ -341,7 +344,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 		return err
 	}
 	defer dir.close()
-	o.Run.StartVersion, o.Run.StartUpdates = start.Version, start.Updates
+	o.Run.Start = start.Progress
 
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
 	if err != nil {
@@ -357,15 +360,20 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now()}
+	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now(),
+		startEpisodes: start.Results, evs: start.Evals}
 	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
 	if err != nil {
 		return err
 	}
 	tr.shards = shards
-	if start.Updates == 0 {
+	// The baselines and the evaluation of the policy the run starts from,
+	// unless its metrics have them already (a resumed run's).
+	if !tr.evaluated("baseline") {
 		tr.baselines(ctx)
-		tr.evaluate(ctx, 0, learner.Current())
+	}
+	if tr.evalDue(start.Updates) && !tr.evaluatedAt(start.Updates) {
+		tr.evaluate(ctx, start.Updates, learner.Current())
 	}
 	var pl policy.Learner = learner
 	if o.RecordBatches != "" {
@@ -389,23 +397,27 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	bar := startBar(g, !o.JSON, o.Run.Episodes, "ep", tr.progress)
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
+	if errors.Is(runErr, actors.ErrCheckpoint) {
+		runErr = errors.Join(runErr, errors.New(savedNote(dir.path)))
+	}
 	tr.waitEval()
-	if final := start.Updates + sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
+	if final := sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
 		tr.evaluate(context.WithoutCancel(ctx), final, learner.Current())
 	}
 	if err := shards.close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
 	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.report(),
-		RunDir: dir.path, Interrupted: ctx.Err() != nil, Version: version()}
+		RunDir: dir.path, ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
 
-// openRunDir makes the run's directory, or reopens a resumed one and puts
-// the learner and the curriculum back at its last checkpoint (a checkpoint
-// without the curriculum's state leaves it fresh, with a warning, and
-// returns no pool).
-func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log zerolog.Logger) (*runDir, actors.Checkpoint, error) {
+// openRunDir makes the run's directory, or reopens a resumed one: it puts
+// the learner and the curriculum back at the newest checkpoint that loads
+// (a checkpoint without the curriculum's state leaves it fresh, with a
+// warning, and returns no pool) and cuts the directory's records back to
+// that checkpoint (cutRunDir).
+func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log zerolog.Logger) (*runDir, resumePoint, error) {
 	if o.Resume == "" {
 		path := o.RunDir
 		if path == "" {
@@ -418,28 +430,52 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log z
 		}{version(), "train", *o}
 		d, err := createRunDir(path, cfg)
 		if err != nil {
-			return nil, actors.Checkpoint{}, err
+			return nil, resumePoint{}, err
 		}
 		log.Info().Str("dir", path).Msg("run directory")
-		return d, actors.Checkpoint{}, nil
+		return d, resumePoint{}, nil
 	}
-	ck, file, err := loadCheckpoint(o.Resume)
+	ck, err := loadCheckpoint(o.Resume)
 	if err != nil {
-		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume: %w", err)}
+		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume: %w", err)}
+	}
+	for _, why := range ck.Skipped {
+		log.Warn().Str("skipped", why).Str("checkpoint", ck.File).Msg("resuming from the newest checkpoint that loads, not from the one checkpoints/latest names")
+	}
+	if ck.Format == checkpointFormat1 {
+		log.Warn().Str("checkpoint", ck.File).Msg("checkpoint of an older frog: its counters are under no checksum, and it holds no episode accounting: the resumed run's episode budget, trajectories and summary count from it")
+		ck.Progress = actors.Progress{Version: ck.Version, Updates: ck.Updates}
 	}
 	if err := l.Restore(ck.Learner); err != nil {
-		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
+		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", ck.File, err)}
 	}
 	if err := restoreCurriculum(cur, &ck.Checkpoint, o.Curriculum, log); err != nil {
-		return nil, actors.Checkpoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", file, err)}
+		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", ck.File, err)}
 	}
 	os.Remove(filepath.Join(o.Resume, "summary.json")) // the run goes on
+	evals, err := cutRunDir(o.Resume, ck, log)
+	if err != nil {
+		return nil, resumePoint{}, err
+	}
 	d, err := openRunDirAppend(o.Resume)
 	if err != nil {
-		return nil, actors.Checkpoint{}, err
+		return nil, resumePoint{}, err
 	}
-	log.Info().Str("checkpoint", file).Int64("version", ck.Version).Int64("updates", ck.Updates).Msg("resuming")
-	return d, ck.Checkpoint, nil
+	log.Info().Str("checkpoint", ck.File).Int64("version", ck.Version).Int64("updates", ck.Updates).Int64("episodes", ck.Results).Msg("resuming")
+	if e := o.Run.Episodes; e > 0 && ck.Results >= e {
+		log.Warn().Int64("episodes", e).Int64("played", ck.Results).Msg("the run's episode budget is spent: nothing more to play (--episodes sets the whole run's)")
+	}
+	return d, resumePoint{loadedCheckpoint: ck, Evals: evals}, nil
+}
+
+// savedNote names the checkpoint a run that could not store its last ones
+// leaves to be resumed from.
+func savedNote(dir string) string {
+	ck, err := loadCheckpoint(dir)
+	if err != nil {
+		return fmt.Sprintf("the run has no checkpoint to resume from (%v)", err)
+	}
+	return fmt.Sprintf("the run's newest checkpoint is %s (update %d, %d episodes): 'frog train --resume %s' continues from it", ck.File, ck.Updates, ck.Results, dir)
 }
 
 // restoreCurriculum puts cur (the run's curriculum, kind name) back at the
@@ -552,7 +588,10 @@ type trainer struct {
 	learner *neural.Learner
 	shards  *shards
 	log     zerolog.Logger
-	start   time.Time
+	// start is when this part of the run started, startEpisodes the
+	// episodes the run had recorded by then (a resumed run's checkpoint's).
+	start         time.Time
+	startEpisodes int64
 
 	counters *actors.Counters
 	tries    atomic.Int64
@@ -606,7 +645,7 @@ func (t *trainer) onUpdate(u actors.UpdateRecord) {
 	e := updateEvent(u)
 	e.TrainPassRate = t.passRate()
 	if secs > 0 && t.counters != nil {
-		e.EpisodesPerSecond = float64(t.counters.Recorded()) / secs
+		e.EpisodesPerSecond = float64(t.counters.Recorded()-t.startEpisodes) / secs
 		e.TriesPerSecond = float64(t.tries.Load()) / secs
 	}
 	if err := t.dir.writeEvent(e); err != nil {
@@ -674,6 +713,25 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	t.mu.Unlock()
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).
 		Float64("solved", rep.Solved.Rate).Float64("lo", rep.Solved.Lo).Float64("hi", rep.Solved.Hi).Msg("held-out evaluation")
+}
+
+// evalDue says whether the policy of this update is one the run evaluates:
+// the first, and every --eval-every.
+func (t *trainer) evalDue(update int64) bool {
+	every := int64(t.o.EvalEvery)
+	return update == 0 || every > 0 && update%every == 0
+}
+
+// evaluated says whether the run has an evaluation of this kind.
+func (t *trainer) evaluated(kind string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.evs {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluatedAt says whether the policy of this update has been evaluated

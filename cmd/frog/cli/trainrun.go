@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env"
 )
 
 // A training run's directory adds to runDir's:
@@ -60,14 +63,13 @@ func (d *runDir) writeEvent(e metricsEvent) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_, err = d.metrics.Write(append(line, '\n'))
-	return err
+	return d.metrics.append(line)
 }
 
-// openMetricsAppend reopens a run's metrics.jsonl to append to (a resumed
-// run continues its curve).
+// openRunDirAppend reopens a run's metrics.jsonl to append to (a resumed
+// run continues its curve, cut back to its checkpoint first: cutRunDir).
 func openRunDirAppend(path string) (*runDir, error) {
-	f, err := os.OpenFile(filepath.Join(path, "metrics.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openJSONL(filepath.Join(path, "metrics.jsonl"), 0)
 	if err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
@@ -75,11 +77,13 @@ func openRunDirAppend(path string) (*runDir, error) {
 }
 
 // shards writes trajectory records as JSONL shards of at most per lines.
+// A record whose write fails is cut back (jsonlFile), and no record is
+// written after it.
 type shards struct {
 	dir  string
 	per  int
 	mu   sync.Mutex
-	f    *os.File
+	f    *jsonlFile
 	n    int
 	next int
 	err  error
@@ -108,16 +112,16 @@ func (s *shards) write(v any) {
 	}
 	if s.f == nil || s.n >= s.per {
 		if s.f != nil {
-			s.f.Close()
+			s.f.f.Close()
 		}
-		s.f, s.err = os.Create(filepath.Join(s.dir, fmt.Sprintf("shard-%05d.jsonl", s.next)))
+		s.f, s.err = openJSONL(filepath.Join(s.dir, fmt.Sprintf("shard-%05d.jsonl", s.next)), os.O_TRUNC)
 		if s.err != nil {
 			return
 		}
 		s.next++
 		s.n = 0
 	}
-	if _, err := s.f.Write(append(line, '\n')); err != nil {
+	if err := s.f.append(line); err != nil {
 		s.err = err
 	}
 	s.n++
@@ -127,7 +131,7 @@ func (s *shards) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
-		s.err = errors.Join(s.err, s.f.Sync(), s.f.Close())
+		s.err = errors.Join(s.err, s.f.f.Sync(), s.f.f.Close())
 		s.f = nil
 	}
 	return s.err
@@ -142,22 +146,85 @@ type checkpointDir struct {
 	keep int
 }
 
-// savedCheckpoint is a checkpoint file: the actors' checkpoint under a
-// format tag.
-type savedCheckpoint struct {
-	Format string `json:"format"`
-	actors.Checkpoint
+// A checkpoint file holds the actors' checkpoint under a format tag and
+// the sha256 of its bytes as they are in the file, so that every field of
+// it — the run's progress as much as the learner's and the curriculum's
+// states — is under the checksum:
+//
+//	{"format":"frog-checkpoint/2","sha256":"…","checkpoint":{…}}
+//
+// The files of older frogs (frog-checkpoint/1) held the checkpoint's fields
+// at the top level, under no checksum but the learner's own, and no
+// progress but the version, updates and results; they still load.
+const (
+	checkpointFileFormat = "frog-checkpoint/2"
+	checkpointFormat1    = "frog-checkpoint/1"
+)
+
+type checkpointFile struct {
+	Format     string          `json:"format"`
+	Sum        string          `json:"sha256,omitempty"`
+	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
 }
 
-const checkpointFileFormat = "frog-checkpoint/1"
+// encodeCheckpoint is the file of ck.
+func encodeCheckpoint(ck actors.Checkpoint) ([]byte, error) {
+	body, err := json.Marshal(ck)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	data, err := json.Marshal(checkpointFile{Format: checkpointFileFormat, Sum: hex.EncodeToString(sum[:]), Checkpoint: body})
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// decodeCheckpoint reads a checkpoint file: its checkpoint and format, or
+// an error that says why it is not one (corrupted, or not frog's).
+func decodeCheckpoint(data []byte) (actors.Checkpoint, string, error) {
+	var f checkpointFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return actors.Checkpoint{}, "", fmt.Errorf("does not parse (corrupted?): %v", err)
+	}
+	var ck actors.Checkpoint
+	switch f.Format {
+	case checkpointFileFormat:
+		if sum := sha256.Sum256(f.Checkpoint); hex.EncodeToString(sum[:]) != f.Sum {
+			return actors.Checkpoint{}, "", errors.New("fails its checksum: the file is corrupted")
+		}
+		if err := json.Unmarshal(f.Checkpoint, &ck); err != nil {
+			return actors.Checkpoint{}, "", fmt.Errorf("does not parse (corrupted?): %v", err)
+		}
+	case checkpointFormat1:
+		var old struct {
+			Version, Updates, Results int64
+			Learner                   []byte
+			Curriculum                json.RawMessage
+			Pool                      []env.Task
+		}
+		if err := json.Unmarshal(data, &old); err != nil {
+			return actors.Checkpoint{}, "", fmt.Errorf("does not parse (corrupted?): %v", err)
+		}
+		ck = actors.Checkpoint{Progress: actors.Progress{Version: old.Version, Updates: old.Updates, Results: old.Results},
+			Learner: old.Learner, Curriculum: old.Curriculum, Pool: old.Pool}
+	default:
+		return actors.Checkpoint{}, "", fmt.Errorf("is not a frog checkpoint (format %q)", f.Format)
+	}
+	return ck, f.Format, nil
+}
 
 func (c *checkpointDir) Save(ck actors.Checkpoint) error {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return err
 	}
-	s := savedCheckpoint{Format: checkpointFileFormat, Checkpoint: ck}
+	data, err := encodeCheckpoint(ck)
+	if err != nil {
+		return err
+	}
 	name := fmt.Sprintf("ckpt-%08d.json", ck.Version)
-	if err := writeJSONAtomic(filepath.Join(c.dir, name), s); err != nil {
+	if err := writeFileAtomic(filepath.Join(c.dir, name), data); err != nil {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(c.dir, "latest"), []byte(name+"\n")); err != nil {
@@ -183,31 +250,72 @@ func (c *checkpointDir) prune(current string) {
 	}
 }
 
+// loadedCheckpoint is a checkpoint as loadCheckpoint found it: its file and
+// format, and the newer files it passed over, each with why.
+type loadedCheckpoint struct {
+	actors.Checkpoint
+	File    string
+	Format  string
+	Skipped []string
+}
+
 // loadCheckpoint reads the checkpoint a path names: a checkpoint file, or
-// a run directory (its latest checkpoint).
-func loadCheckpoint(path string) (savedCheckpoint, string, error) {
-	file := path
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		dir := filepath.Join(path, "checkpoints")
-		if _, err := os.Stat(dir); err != nil {
-			dir = path // a checkpoints directory itself
-		}
-		name, err := os.ReadFile(filepath.Join(dir, "latest"))
-		if err != nil {
-			return savedCheckpoint{}, "", fmt.Errorf("%s has no checkpoint (no checkpoints/latest)", path)
-		}
-		file = filepath.Join(dir, strings.TrimSpace(string(name)))
+// a run directory (or its checkpoints directory): the checkpoint latest
+// names, or, when latest is missing or names a file that does not load,
+// the newest checkpoint there that does (Skipped says what was passed
+// over, and why).
+func loadCheckpoint(path string) (loadedCheckpoint, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return loadedCheckpoint{}, err
 	}
+	if !st.IsDir() {
+		return loadCheckpointFile(path)
+	}
+	dir := filepath.Join(path, "checkpoints")
+	if _, err := os.Stat(dir); err != nil {
+		dir = path // a checkpoints directory itself
+	}
+	var skipped []string
+	tried := ""
+	if name, err := os.ReadFile(filepath.Join(dir, "latest")); err != nil {
+		skipped = append(skipped, fmt.Sprintf("%s: %v", filepath.Join(dir, "latest"), errors.Unwrap(err)))
+	} else {
+		tried = filepath.Join(dir, strings.TrimSpace(string(name)))
+		ck, err := loadCheckpointFile(tried)
+		if err == nil {
+			return ck, nil
+		}
+		skipped = append(skipped, err.Error()+" (named by latest)")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.json"))
+	sort.Sort(sort.Reverse(sort.StringSlice(files))) // newest first: ckpt-<version, zero-padded>.json
+	for _, f := range files {
+		if f == tried {
+			continue
+		}
+		ck, err := loadCheckpointFile(f)
+		if err == nil {
+			ck.Skipped = skipped
+			return ck, nil
+		}
+		skipped = append(skipped, err.Error())
+	}
+	if len(files) == 0 && tried == "" {
+		return loadedCheckpoint{}, fmt.Errorf("%s has no checkpoint (no checkpoints/latest)", path)
+	}
+	return loadedCheckpoint{}, fmt.Errorf("%s has no checkpoint that loads: %s", path, strings.Join(skipped, "; "))
+}
+
+// loadCheckpointFile reads one checkpoint file.
+func loadCheckpointFile(file string) (loadedCheckpoint, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return savedCheckpoint{}, "", err
+		return loadedCheckpoint{}, err
 	}
-	var s savedCheckpoint
-	if err := json.Unmarshal(data, &s); err != nil {
-		return savedCheckpoint{}, "", fmt.Errorf("checkpoint %s does not parse (corrupted?): %v", file, err)
+	ck, format, err := decodeCheckpoint(data)
+	if err != nil {
+		return loadedCheckpoint{}, fmt.Errorf("checkpoint %s %w", file, err)
 	}
-	if s.Format != checkpointFileFormat {
-		return savedCheckpoint{}, "", fmt.Errorf("%s is not a frog checkpoint (format %q)", file, s.Format)
-	}
-	return s, file, nil
+	return loadedCheckpoint{Checkpoint: ck, File: file, Format: format}, nil
 }

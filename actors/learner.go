@@ -356,10 +356,11 @@ func (l *learner) refused(ctx actor.Context, version int64, why string) {
 // ids, above which a run resumed from a checkpoint numbers its own.
 func (l *learner) count(m *EpisodeResult) {
 	var reward float64
+	suspected := false
 	if m.Trajectory != nil {
-		reward = m.Trajectory.Reward
+		reward, suspected = m.Trajectory.Reward, m.Trajectory.RewardHackSuspected != ""
 	}
-	l.eps.add(m.Kind, reward, m.Attempts)
+	l.eps.add(m.Kind, reward, m.Attempts, suspected)
 	l.nextEpisode = max(l.nextEpisode, m.Episode+1)
 	l.nextGroup = max(l.nextGroup, m.Group+1)
 	if m.ReportTo != nil {

@@ -30,6 +30,7 @@ func (c *Counters) resume(e EpisodeCounts) {
 	c.Admitted.Add(e.Admitted)
 	c.Completed.Add(e.Completed)
 	c.Solved.Add(e.Solved)
+	c.Suspected.Add(e.RewardHackSuspected)
 	c.FailedInfra.Add(e.FailedInfra)
 	c.Cancelled.Add(e.Cancelled)
 	c.Retries.Add(e.Retries)

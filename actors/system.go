@@ -297,13 +297,16 @@ type EpisodeCounts struct {
 }
 
 // add counts one episode's outcome, as the scheduler counts it.
-func (e *EpisodeCounts) add(kind OutcomeKind, reward float64, attempts int) {
+func (e *EpisodeCounts) add(kind OutcomeKind, reward float64, attempts int, suspected bool) {
 	e.Admitted++
 	switch kind {
 	case Completed:
 		e.Completed++
 		if reward > 0 {
 			e.Solved++
+		}
+		if suspected {
+			e.RewardHackSuspected++
 		}
 	case FailedInfra:
 		e.FailedInfra++

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -434,23 +435,45 @@ func (r *Replay) Admit(tasks []*env.Task) {
 		r.buf = append(r.buf, e)
 		r.byID[t.ID] = e
 	}
-	for len(r.buf) > r.cfg.Capacity {
-		worst, ws := 0, math.Inf(1)
-		for i, e := range r.buf {
-			s := r.est.Score(e.t.ID, e.bin)
-			if e.retired {
-				s = -1
-			}
-			if s < ws {
-				worst, ws = i, s
-			}
+	r.evict()
+}
+
+// evict drops the buffer's tasks beyond its capacity, those of lowest
+// expected learnability (retired ones first; among equals the earliest
+// buffered). No score changes while it evicts (forgetting a task changes
+// no other's), so the scores are computed once, not once a task evicted:
+// with thousands of tasks buffered that was most of a simulation's time.
+func (r *Replay) evict() {
+	over := len(r.buf) - r.cfg.Capacity
+	if over <= 0 {
+		return
+	}
+	score := make([]float64, len(r.buf))
+	order := make([]int, len(r.buf))
+	for i, e := range r.buf {
+		score[i], order[i] = r.est.Score(e.t.ID, e.bin), i
+		if e.retired {
+			score[i] = -1
 		}
-		delete(r.byID, r.buf[worst].t.ID)
-		delete(r.reqOf, r.buf[worst].t.ID)
-		r.est.Forget(r.buf[worst].t.ID)
-		r.buf = slices.Delete(r.buf, worst, worst+1)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(score[a], score[b]) })
+	gone := make([]bool, len(r.buf))
+	for _, i := range order[:over] {
+		gone[i] = true
+		id := r.buf[i].t.ID
+		delete(r.byID, id)
+		delete(r.reqOf, id)
+		r.est.Forget(id)
 		r.st.Evicted++
 	}
+	kept := r.buf[:0]
+	for i, e := range r.buf {
+		if !gone[i] {
+			kept = append(kept, e)
+		}
+	}
+	clear(r.buf[len(kept):])
+	r.buf = kept
 }
 
 // Request asks for fresh tasks. Frontier names the candidate of highest

@@ -1,11 +1,13 @@
 package process
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Contained commands (Config.Contain) run in a bubblewrap sandbox of their
@@ -27,8 +31,9 @@ import (
 //     build cache (the shared layer, below) and the directories of the
 //     PATH; the host files a harness shares through HostPath, each file
 //     alone; this executable, as the build cache's program;
-//   - writable: the sandbox's workspace and home, a /tmp of its own (a
-//     tmpfs for this command alone, TMPDIR), and its build cache layer;
+//   - writable: the sandbox's workspace and home, and a /tmp of its own (a
+//     tmpfs for this command alone, TMPDIR, which holds its build cache
+//     layer);
 //   - new /proc and /dev, and new pid, network, IPC, UTS and cgroup
 //     namespaces: no network but a loopback that is down, no process of
 //     this machine or of another command visible, every process of the
@@ -46,12 +51,14 @@ import (
 // root-only file (/etc/shadow, an SSH host key) is unreadable even where
 // it is mounted. Anyone else runs bwrap in a user namespace of their own,
 // as their own uid; what they could read stays readable where mounted.
-// Limits are set by util-linux's prlimit inside, before the command starts.
+// Limits are set by frog on bwrap's first process in the sandbox while it
+// waits (--block-fd), before the command starts.
 //
 // The go command's build cache has two layers, as in Docker sandboxes
 // (docs/sandboxes.md): the host's GOCACHE, read-only, and a fresh, empty
-// layer for each command, which the go command reads and writes through
-// GOCACHEPROG (cacheprog.go) and which is deleted with the command. So
+// layer for each command in its /tmp, which the go command reads and
+// writes through GOCACHEPROG (cacheprog.go) and which goes with the
+// command. So
 // nothing a command puts in a build cache is read by any later command.
 // The provider warms the shared layer with the standard library when it
 // starts (Config.WarmGo), outside any sandbox: compiling runs no code of
@@ -72,7 +79,7 @@ const cacheProgDir = "/.frog"
 // containment is how a provider contains its commands: the tools, who the
 // commands run as, and the view every command gets.
 type containment struct {
-	bwrap, prlimit, setpriv string // setpriv is "" unless frog runs as root
+	bwrap, setpriv string // setpriv is "" unless frog runs as root
 	// chown says the sandboxes' directories must be given to uid:gid (the
 	// commands' user is not frog's).
 	chown    bool
@@ -214,7 +221,6 @@ func newContainment(cfg Config, env []string, gp goPaths) (*containment, error) 
 		need bool
 	}{
 		{"bwrap", &c.bwrap, true},
-		{"prlimit", &c.prlimit, cfg.AddressSpace > 0 || cfg.FileSize > 0 || cfg.CPUSeconds > 0 || cfg.OpenFiles > 0},
 		{"setpriv", &c.setpriv, os.Geteuid() == 0},
 	}
 	for _, t := range tools {
@@ -308,101 +314,126 @@ func (c *containment) sandboxView(ws, home string) view {
 	return v
 }
 
-// run is one contained command: the exec.Cmd that starts bwrap, and what
-// to do once it has exited.
+// run is one contained command: the exec.Cmd that starts bwrap, and the
+// pipes it talks to frog through.
 type run struct {
-	cmd    *exec.Cmd
-	status *os.File // bwrap's --json-status-fd, read after the exit
-	layer  string   // the command's build cache layer, "" for none
+	cmd *exec.Cmd
+	// status is bwrap's --json-status-fd: the command's pid, then its exit
+	// code; block its --block-fd, on which bwrap's child waits before it
+	// goes on to the command.
+	status         *bufio.Reader
+	statusR, block *os.File
+	limits         []rlimit
+}
+
+// rlimit is one limit of a command.
+type rlimit struct {
+	resource int
+	value    uint64
 }
 
 // command makes the bwrap command that runs argv in directory dir of view
-// v with environment env, then the layer's, then extra, seeing shared
-// (host files) read-only and a fresh build cache layer made under layers.
-// limits are prlimit's options.
-func (c *containment) command(v view, shared []string, layers, dir string, env, extra, argv, limits []string) (*run, error) {
+// v with environment env, then extra, seeing shared (host files)
+// read-only, with limits.
+func (c *containment) command(v view, shared []string, dir string, env, extra, argv []string, limits []rlimit) (*run, error) {
 	v = v.clone()
 	for _, f := range shared {
 		if _, err := os.Stat(f); err == nil {
 			v.bind(f, true)
 		}
 	}
-	r := &run{}
-	if c.goCache != "" && c.cacheExe && layers != "" {
-		layer, err := os.MkdirTemp(layers, "gocache-")
-		if err != nil {
-			return nil, err
-		}
-		if err := c.own(layer); err != nil {
-			removeAll(layer)
-			return nil, err
-		}
-		r.layer = layer
-		v.bind(layer, false)
-		env = append(slices.Clone(env), "GOCACHE="+layer, "GOCACHEPROG="+quoteArg(filepath.Join(cacheProgDir, cacheProgName))+
-			" -shared="+quoteArg(c.goCache)+" -layer="+quoteArg(layer))
+	if c.goCache != "" && c.cacheExe {
+		// The command's build cache layer is in its /tmp, which is its
+		// own and goes with it.
+		env = append(slices.Clone(env), "GOCACHE="+cacheLayer, "GOCACHEPROG="+quoteArg(filepath.Join(cacheProgDir, cacheProgName))+
+			" -shared="+quoteArg(c.goCache)+" -layer="+cacheLayer)
 	}
 	env = slices.Concat(env, extra)
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		r.done()
 		return nil, err
 	}
-	args := append(v.args, "--remount-ro", "/", "--chdir", dir, "--json-status-fd", "3", "--")
-	if len(limits) > 0 {
-		args = append(append(append(args, c.prlimit), limits...), "--")
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		statusW.Close()
+		return nil, err
 	}
+	args := append(v.args, "--remount-ro", "/", "--chdir", dir, "--json-status-fd", "3", "--block-fd", "4", "--")
 	if c.setpriv != "" {
 		args = append(args, c.setpriv, "--reuid="+strconv.Itoa(nobody), "--regid="+strconv.Itoa(nobody), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
 	}
-	r.cmd = exec.Command(c.bwrap, append(args, argv...)...)
+	r := &run{cmd: exec.Command(c.bwrap, append(args, argv...)...), statusR: statusR, status: bufio.NewReader(statusR), block: blockW, limits: limits}
 	r.cmd.Env = env // bwrap passes its environment on
-	r.cmd.ExtraFiles = []*os.File{statusW}
-	r.status = statusR
+	r.cmd.ExtraFiles = []*os.File{statusW, blockR}
 	return r, nil
 }
 
-// started closes the parent's copy of the status pipe's writing end once
+// cacheLayer is where a contained command's go command keeps what it
+// builds: in the command's own /tmp.
+const cacheLayer = "/tmp/gocache"
+
+// started closes frog's copies of the child's ends of the pipes, once
 // bwrap has started (or failed to).
 func (r *run) started() {
-	if r != nil && len(r.cmd.ExtraFiles) > 0 {
-		r.cmd.ExtraFiles[0].Close()
+	if r != nil {
+		for _, f := range r.cmd.ExtraFiles {
+			f.Close()
+		}
 	}
+}
+
+// limit waits for bwrap to make the command's first process (its pid comes
+// on the status pipe) and sets the limits on it before it goes on: the
+// command starts with them, and so does everything it starts. An error
+// says bwrap got not that far.
+func (r *run) limit() error {
+	defer r.block.Close()
+	r.statusR.SetReadDeadline(time.Now().Add(time.Minute))
+	line, err := r.status.ReadBytes('\n')
+	var st struct {
+		Pid int `json:"child-pid"`
+	}
+	if err != nil || json.Unmarshal(line, &st) != nil || st.Pid <= 0 {
+		return fmt.Errorf("bwrap reported no process: %q, %v", line, err)
+	}
+	for _, l := range r.limits {
+		lim := unix.Rlimit{Cur: l.value, Max: l.value}
+		if err := unix.Prlimit(st.Pid, l.resource, &lim, nil); err != nil {
+			return fmt.Errorf("limit %d of the command: %w", l.resource, err)
+		}
+	}
+	_, err = r.block.Write([]byte{1})
+	return err
 }
 
 // exited reads bwrap's status once it has exited: ok is false where bwrap
 // reported no exit of the command (it failed to set the sandbox up, or
 // was killed).
 func (r *run) exited() (ok bool) {
-	r.status.SetReadDeadline(time.Now().Add(2 * time.Second))
-	var buf bytes.Buffer
-	buf.ReadFrom(r.status)
-	return bytes.Contains(buf.Bytes(), []byte(`"exit-code"`))
+	r.statusR.SetReadDeadline(time.Now().Add(2 * time.Second))
+	rest, _ := io.ReadAll(r.status)
+	return bytes.Contains(rest, []byte(`"exit-code"`))
 }
 
-// done releases what the command held: the status pipe, its layer.
+// done releases the pipes.
 func (r *run) done() {
-	if r == nil {
-		return
-	}
-	if r.status != nil {
-		r.status.Close()
-	}
-	if r.layer != "" {
-		removeAll(r.layer)
+	if r != nil {
+		r.statusR.Close()
+		r.block.Close()
 	}
 }
 
-// limits are prlimit's options for cfg's rlimits.
-func limits(cfg Config) []string {
-	var out []string
+// limits are cfg's rlimits.
+func limits(cfg Config) []rlimit {
+	var out []rlimit
 	for _, l := range []struct {
-		opt string
+		res int
 		v   int64
-	}{{"--as", cfg.AddressSpace}, {"--fsize", cfg.FileSize}, {"--cpu", cfg.CPUSeconds}, {"--nofile", cfg.OpenFiles}} {
+	}{{unix.RLIMIT_AS, cfg.AddressSpace}, {unix.RLIMIT_FSIZE, cfg.FileSize}, {unix.RLIMIT_CPU, cfg.CPUSeconds}, {unix.RLIMIT_NOFILE, cfg.OpenFiles}} {
 		if l.v > 0 {
-			out = append(out, l.opt+"="+strconv.FormatInt(l.v, 10))
+			out = append(out, rlimit{l.res, uint64(l.v)})
 		}
 	}
 	return out

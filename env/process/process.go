@@ -351,8 +351,7 @@ func hasKey(env []string, k string) bool {
 }
 
 // Open makes a sandbox: a new directory holding the workspace, a home and a
-// temporary directory (and, for contained commands, their build cache
-// layers, which no command sees but its own).
+// temporary directory.
 func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -392,12 +391,6 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 		// there (the go command's work directory among it).
 		s.env[len(s.env)-1] = "TMPDIR=/tmp"
 		s.view = p.c.sandboxView(ws, home)
-		s.layers = filepath.Join(dir, "layers")
-		if err := os.Mkdir(s.layers, 0o700); err != nil {
-			root.Close()
-			os.RemoveAll(dir)
-			return nil, env.Infra(fmt.Errorf("process: open: %w", err))
-		}
 	}
 	p.opened.Add(1)
 	return s, nil
@@ -479,10 +472,8 @@ type Sandbox struct {
 	ws   string
 	root *os.Root
 	env  []string
-	// Contained commands: what they see, and where their build cache
-	// layers are made.
-	view   view
-	layers string
+	// view is what contained commands see.
+	view view
 
 	ops     sync.Mutex
 	mu      sync.Mutex
@@ -575,7 +566,14 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	}()
 	pid := cmd.Process.Pid
 	if r == nil {
-		s.p.setRlimits(pid) // a contained command's are set inside
+		s.p.setRlimits(pid)
+	} else if err := r.limit(); err != nil {
+		kill(pid)
+		cmd.Wait()
+		if s.isClosed() {
+			return env.ExecResult{}, env.ErrClosed
+		}
+		return env.ExecResult{}, env.Infra(fmt.Errorf("process: exec %s: %w", opts.Cmd[0], err))
 	}
 
 	var copies sync.WaitGroup
@@ -664,7 +662,7 @@ func (s *Sandbox) command(opts env.ExecOptions) (cmd *exec.Cmd, r *run, err erro
 	s.mu.Lock()
 	shared := slices.Clone(s.shared)
 	s.mu.Unlock()
-	r, err = s.p.c.command(s.view, shared, s.layers, dir, s.env, opts.Env, append([]string{name}, opts.Cmd[1:]...), limits(s.p.cfg))
+	r, err = s.p.c.command(s.view, shared, dir, s.env, opts.Env, append([]string{name}, opts.Cmd[1:]...), limits(s.p.cfg))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -735,7 +733,7 @@ func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process,
 		return nil, fmt.Errorf("process: start %s: %w", opts.Cmd[0], err)
 	}
 	if r == nil {
-		s.p.setRlimits(p.pid) // a contained command's are set inside
+		s.p.setRlimits(p.pid)
 	}
 	go func() {
 		werr := cmd.Wait()
@@ -748,6 +746,16 @@ func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process,
 		inW.Close()
 		close(p.done)
 	}()
+	if r != nil {
+		if err := r.limit(); err != nil {
+			p.Kill()
+			<-p.done
+			if s.isClosed() {
+				return nil, env.ErrClosed
+			}
+			return nil, env.Infra(fmt.Errorf("process: start %s: %w", opts.Cmd[0], err))
+		}
+	}
 	return p, nil
 }
 

@@ -35,7 +35,7 @@ deps: ## check what the tests and `make run` need (go, git, gcc, bubblewrap, a D
 	@$(call need,git,git,tests and git sources of frog synth clone with it)
 	@$(call need,gcc,gcc libc6-dev,go test -race and the cgo build of cuda need a C compiler)
 	@$(call need,bwrap,bubblewrap,process sandboxes contain the code they test with it)
-	@$(call need,setpriv,util-linux,process sandboxes drop root with it and set limits with prlimit)
+	@$(call need,setpriv,util-linux,process sandboxes run root's commands as nobody with it)
 	@if ! command -v docker >/dev/null 2>&1; then echo "make: no docker command: Docker tests use the daemon's socket if one answers, and skip (fail under CI=true) if none does"; \
 	elif ! docker info >/dev/null 2>&1; then echo "make: no Docker daemon answers: Docker tests will skip (fail under CI=true); start dockerd to run them"; fi
 

@@ -334,8 +334,9 @@ type rlimit struct {
 
 // command makes the bwrap command that runs argv in directory dir of view
 // v with environment env, then extra, seeing shared (host files)
-// read-only, with limits.
-func (c *containment) command(v view, shared []string, dir string, env, extra, argv []string, limits []rlimit) (*run, error) {
+// read-only, with limits. Its build cache layer is layer, shown in v, or
+// "" for one in its /tmp.
+func (c *containment) command(v view, shared []string, layer, dir string, env, extra, argv []string, limits []rlimit) (*run, error) {
 	v = v.clone()
 	for _, f := range shared {
 		if _, err := os.Stat(f); err == nil {
@@ -343,10 +344,12 @@ func (c *containment) command(v view, shared []string, dir string, env, extra, a
 		}
 	}
 	if c.goCache != "" && c.cacheExe {
-		// The command's build cache layer is in its /tmp, which is its
-		// own and goes with it.
-		env = append(slices.Clone(env), "GOCACHE="+cacheLayer, "GOCACHEPROG="+quoteArg(filepath.Join(cacheProgDir, cacheProgName))+
-			" -shared="+quoteArg(c.goCache)+" -layer="+cacheLayer)
+		if layer == "" {
+			// The command's own, in its /tmp, which goes with it.
+			layer = cacheLayer
+		}
+		env = append(slices.Clone(env), "GOCACHE="+layer, "GOCACHEPROG="+quoteArg(filepath.Join(cacheProgDir, cacheProgName))+
+			" -shared="+quoteArg(c.goCache)+" -layer="+quoteArg(layer))
 	}
 	env = slices.Concat(env, extra)
 	statusR, statusW, err := os.Pipe()

@@ -268,6 +268,35 @@ func TestBuildCacheTamper(t *testing.T) {
 	}
 }
 
+// TestSandboxLayer: with Config.SandboxLayer a sandbox's commands share
+// one build cache layer, and a second build of the workspace's package
+// compiles nothing; without it, each command compiles it again.
+func TestSandboxLayer(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Dir, cfg.SandboxLayer = t.TempDir(), shared
+			p, err := New(cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.c.goCache == "" {
+				t.Skip("no go command")
+			}
+			sb := openSandbox(t, p, 1)
+			for name, data := range tamperFiles {
+				sb.WriteFile(context.Background(), name, []byte(data))
+			}
+			const build = "cd m && CGO_ENABLED=0 GOFLAGS= go build -x ./p 2>&1 | grep -c /compile"
+			shOut(t, sb, build)
+			got := strings.TrimSpace(string(shOut(t, sb, build).Stdout))
+			if want := map[bool]string{false: "1", true: "0"}[shared]; got != want {
+				t.Errorf("compiles in the second build = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
 // TestWarmCache: what New warmed, a contained go command finds in the
 // shared layer: it compiles, and writes into its own layer, nothing of it.
 func TestWarmCache(t *testing.T) {

@@ -46,6 +46,14 @@ type Config struct {
 	// TmpSize bounds a contained command's /tmp (a tmpfs of its own), in
 	// bytes; 0 leaves the kernel's default (half the memory).
 	TmpSize int64
+	// SandboxLayer gives all the commands of a sandbox one build cache
+	// layer, kept in its directory until it closes, instead of one each:
+	// what a command compiles, the next finds (the workspace's packages,
+	// compiled again by every command otherwise, as their path is the
+	// sandbox's). Only for sandboxes that run no agent's code (synthesis
+	// validates the module's own tests and frog's mutants): an agent's
+	// code could write the layer that its verdict's build then reads.
+	SandboxLayer bool
 	// WarmGo are the packages New compiles into the host's build cache,
 	// which contained commands read but cannot write (once a process;
 	// contain.go), within WarmTimeout.
@@ -391,6 +399,19 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 		// there (the go command's work directory among it).
 		s.env[len(s.env)-1] = "TMPDIR=/tmp"
 		s.view = p.c.sandboxView(ws, home)
+		if p.cfg.SandboxLayer {
+			s.layer = filepath.Join(dir, "gocache")
+			err := os.Mkdir(s.layer, 0o755)
+			if err == nil {
+				err = p.c.own(s.layer)
+			}
+			if err != nil {
+				root.Close()
+				os.RemoveAll(dir)
+				return nil, env.Infra(fmt.Errorf("process: open: %w", err))
+			}
+			s.view.bind(s.layer, false)
+		}
 	}
 	p.opened.Add(1)
 	return s, nil
@@ -472,8 +493,10 @@ type Sandbox struct {
 	ws   string
 	root *os.Root
 	env  []string
-	// view is what contained commands see.
-	view view
+	// view is what contained commands see; layer their build cache
+	// layer when they share one (Config.SandboxLayer).
+	view  view
+	layer string
 
 	ops     sync.Mutex
 	mu      sync.Mutex
@@ -662,7 +685,7 @@ func (s *Sandbox) command(opts env.ExecOptions) (cmd *exec.Cmd, r *run, err erro
 	s.mu.Lock()
 	shared := slices.Clone(s.shared)
 	s.mu.Unlock()
-	r, err = s.p.c.command(s.view, shared, dir, s.env, opts.Env, append([]string{name}, opts.Cmd[1:]...), limits(s.p.cfg))
+	r, err = s.p.c.command(s.view, shared, s.layer, dir, s.env, opts.Env, append([]string{name}, opts.Cmd[1:]...), limits(s.p.cfg))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -92,6 +92,10 @@ type sandboxSpec struct {
 	// Workspaces lays out real tasks' workspaces; nil for runs of
 	// simulated tasks (and validation, which copies modules itself).
 	Workspaces *source.Workspaces
+	// Validation says the sandboxes validate synthesized tasks: no agent's
+	// code runs in them, and a process sandbox's commands may share one
+	// build cache layer (process.Config.SandboxLayer).
+	Validation bool
 }
 
 // openSandboxes opens the backend spec.Kind names; it returns the provider
@@ -166,6 +170,7 @@ func openProcess(spec sandboxSpec, log zerolog.Logger) (env.Provider, func(), er
 	if spec.Workspaces != nil {
 		cfg.Workspaces = spec.Workspaces
 	}
+	cfg.SandboxLayer = spec.Validation
 	plog := log.With().Str("component", "process").Logger()
 	p, err := process.New(cfg, plog)
 	if errors.Is(err, process.ErrUncontained) {

@@ -30,10 +30,12 @@ command -v $(1) >/dev/null 2>&1 || { \
 		|| { echo "make: apt-get install $(2) failed: install it, then rerun"; exit 1; }; }
 endef
 
-deps: ## check what the tests and `make run` need (go, git, gcc, a Docker daemon) and install what is missing (as root, with apt-get)
+deps: ## check what the tests and `make run` need (go, git, gcc, bubblewrap, a Docker daemon) and install what is missing (as root, with apt-get)
 	@command -v $(GO) >/dev/null 2>&1 || { echo "make: no go command: install Go 1.26 and put its bin directory on PATH, then rerun"; exit 1; }
 	@$(call need,git,git,tests and git sources of frog synth clone with it)
 	@$(call need,gcc,gcc libc6-dev,go test -race and the cgo build of cuda need a C compiler)
+	@$(call need,bwrap,bubblewrap,process sandboxes contain the code they test with it)
+	@$(call need,setpriv,util-linux,process sandboxes run root's commands as nobody with it)
 	@if ! command -v docker >/dev/null 2>&1; then echo "make: no docker command: Docker tests use the daemon's socket if one answers, and skip (fail under CI=true) if none does"; \
 	elif ! docker info >/dev/null 2>&1; then echo "make: no Docker daemon answers: Docker tests will skip (fail under CI=true); start dockerd to run them"; fi
 

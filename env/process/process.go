@@ -25,15 +25,40 @@ import (
 	"github.com/frognano/frog/env"
 )
 
-// Warning says what this backend does not protect against. Callers that
-// choose it (or fall back to it) show it to the user.
+// Warning says what this backend does not protect against when its
+// commands are not contained (Config.Contain off). Callers that choose it
+// show it to the user.
 const Warning = "process sandboxes are weakly isolated: commands run as this user on this machine " +
 	"and can read (and, outside the workspace, write) whatever this user can; only their process " +
 	"group, rlimits and, where the kernel permits unsharing, their network and pid namespaces are " +
-	"their own. Use the docker backend for untrusted code."
+	"their own. Use the docker backend, or install bubblewrap, for untrusted code."
 
 // Config describes the process sandboxes.
 type Config struct {
+	// Contain runs every command in a bubblewrap sandbox (contain.go):
+	// unprivileged, in its own mount, network, pid, IPC and UTS
+	// namespaces, seeing the system, the Go toolchain and caches
+	// read-only, its workspace, home and /tmp writable, and nothing else
+	// of this machine. New fails with an error wrapping ErrUncontained
+	// where that cannot be done. Off, commands run as described under
+	// Unshare and Warning.
+	Contain bool
+	// TmpSize bounds a contained command's /tmp (a tmpfs of its own), in
+	// bytes; 0 leaves the kernel's default (half the memory).
+	TmpSize int64
+	// SandboxLayer gives all the commands of a sandbox one build cache
+	// layer, kept in its directory until it closes, instead of one each:
+	// what a command compiles, the next finds (the workspace's packages,
+	// compiled again by every command otherwise, as their path is the
+	// sandbox's). Only for sandboxes that run no agent's code (synthesis
+	// validates the module's own tests and frog's mutants): an agent's
+	// code could write the layer that its verdict's build then reads.
+	SandboxLayer bool
+	// WarmGo are the packages New compiles into the host's build cache,
+	// which contained commands read but cannot write (once a process;
+	// contain.go), within WarmTimeout.
+	WarmGo      []string
+	WarmTimeout time.Duration
 	// Dir holds the sandboxes' directories. "" means a directory of its own
 	// on /dev/shm when that is a memory file system with at least 2 GiB
 	// free and TMPDIR is not set (laying a task's workspace out there costs
@@ -52,7 +77,7 @@ type Config struct {
 	FileSize     int64
 	CPUSeconds   int64
 	OpenFiles    int64
-	// Unshare runs commands in new network and pid namespaces (and a user
+	// Unshare runs uncontained commands in new network and pid namespaces (and a user
 	// namespace when needed) if the kernel permits it: no network but
 	// loopback, which is down, and every process of a command dies with
 	// it. Where it is not permitted the provider says so in Isolation and
@@ -78,10 +103,15 @@ type Config struct {
 	Env []string
 }
 
-// DefaultConfig: 10-minute commands, 1 MiB of output, 8 GiB of address
+// DefaultConfig: contained commands with a 1 GiB /tmp, the standard
+// library warmed, 10-minute commands, 1 MiB of output, 8 GiB of address
 // space, 1 GiB files, 10 CPU minutes, 4096 open files, namespaces on.
 func DefaultConfig() Config {
 	return Config{
+		Contain:      true,
+		TmpSize:      1 << 30,
+		WarmGo:       []string{"std"},
+		WarmTimeout:  15 * time.Minute,
 		ExecTimeout:  10 * time.Minute,
 		MaxOutput:    1 << 20,
 		AddressSpace: 8 << 30,
@@ -101,6 +131,8 @@ type Provider struct {
 	maps  bool    // the user namespace needs id maps
 	note  string
 	env   []string
+	// c contains the commands; nil when Config.Contain is off.
+	c *containment
 
 	opened, closed atomic.Int64
 }
@@ -113,11 +145,14 @@ var (
 	_ env.HostPaths     = (*Sandbox)(nil)
 )
 
-// New returns a provider. It probes once which namespaces the kernel lets
-// it unshare; Isolation says what it found.
+// New returns a provider. With Config.Contain it finds bubblewrap, runs a
+// command through it once and warms the build cache (Config.WarmGo),
+// failing with an error wrapping ErrUncontained where commands cannot be
+// contained; without, it probes once which namespaces the kernel lets it
+// unshare. Isolation says what it found.
 func New(cfg Config, log zerolog.Logger) (*Provider, error) {
-	if cfg.ExecTimeout <= 0 || cfg.MaxOutput <= 0 {
-		return nil, errors.New("process: config: exec timeout and max output must be > 0")
+	if cfg.ExecTimeout <= 0 || cfg.MaxOutput <= 0 || (cfg.Contain && len(cfg.WarmGo) > 0 && cfg.WarmTimeout <= 0) {
+		return nil, errors.New("process: config: exec timeout, max output and warm timeout must be > 0")
 	}
 	if cfg.Dir == "" {
 		cfg.Dir = defaultDir()
@@ -126,6 +161,13 @@ func New(cfg Config, log zerolog.Logger) (*Provider, error) {
 	if n := reapDead(cfg.Dir); n > 0 {
 		p.log.Info().Int("sandboxes", n).Str("dir", cfg.Dir).Msg("removed the sandboxes of frog processes that died")
 	}
+	if cfg.Contain {
+		if err := p.contain(); err != nil {
+			return nil, err
+		}
+		p.log.Info().Str("isolation", p.note).Msg("process sandboxes contain their commands")
+		return p, nil
+	}
 	p.env = hostEnv(cfg.Env)
 	p.note = "namespaces off by configuration: commands share the host's network"
 	if cfg.Unshare {
@@ -133,6 +175,50 @@ func New(cfg Config, log zerolog.Logger) (*Provider, error) {
 	}
 	p.log.Warn().Str("isolation", p.note).Msg(Warning)
 	return p, nil
+}
+
+// contain sets the provider up to contain its commands: the tools, the
+// view, one command run through it, the warm build cache.
+func (p *Provider) contain() error {
+	host := hostEnv(p.cfg.Env)
+	gp := findGo(host)
+	// The commands' go command reads no go.env (a command could write one
+	// in its home for the next) and reports nothing; GOCACHE is each
+	// command's own (contain.go).
+	p.env = append(slices.DeleteFunc(host, func(kv string) bool {
+		return strings.HasPrefix(kv, "GOCACHE=") || strings.HasPrefix(kv, "GOCACHEPROG=")
+	}), "GOENV=off", "GOTELEMETRY=off")
+	if gp.ModCache != "" && !hasKey(p.env, "GOMODCACHE") {
+		p.env = append(p.env, "GOMODCACHE="+gp.ModCache)
+	}
+	c, err := newContainment(p.cfg, p.env, gp)
+	if err != nil {
+		return err
+	}
+	p.c = c
+	// One command through the whole path, in a sandbox of its own, so
+	// that a kernel that refuses the namespaces is found here.
+	sb, err := p.Open(context.Background(), env.OpenOptions{Run: "probe"})
+	if err != nil {
+		return err
+	}
+	r, err := sb.Exec(context.Background(), env.ExecOptions{Cmd: []string{"true"}, Timeout: time.Minute})
+	sb.Close(context.Background())
+	p.opened.Add(-1)
+	p.closed.Add(-1)
+	if err != nil || r.ExitCode != 0 {
+		return fmt.Errorf("%w: bwrap fails here (%v, exit %d): %s", ErrUncontained, err, r.ExitCode, firstLine(r.Stderr))
+	}
+	who := "their own user"
+	if c.setpriv != "" {
+		who = "uid " + strconv.Itoa(nobody) + " (nobody), not root"
+	}
+	p.note = "commands run in bubblewrap sandboxes as " + who + ": own mount, network, pid, IPC and UTS namespaces; " +
+		"the system, Go toolchain and caches read-only; workspace, home and /tmp their own; no network"
+	if err := warm(context.Background(), c, p.env, p.cfg.WarmGo, p.cfg.WarmTimeout); err != nil {
+		p.log.Warn().Err(err).Msg("warming the build cache failed: contained go commands compile what it lacks each time")
+	}
+	return nil
 }
 
 // dirPrefix begins the name of every sandbox's directory, followed by the
@@ -282,9 +368,13 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 	if err != nil {
 		return nil, env.Infra(fmt.Errorf("process: open: %w", err))
 	}
-	ws := filepath.Join(dir, "workspace")
-	for _, d := range []string{ws, filepath.Join(dir, "home"), filepath.Join(dir, "tmp")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+	ws, home, tmp := filepath.Join(dir, "workspace"), filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
+	for _, d := range []string{ws, home, tmp} {
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			err = p.c.own(d)
+		}
+		if err != nil {
 			os.RemoveAll(dir)
 			return nil, env.Infra(fmt.Errorf("process: open: %w", err))
 		}
@@ -302,12 +392,33 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 		}
 	}
 	s := &Sandbox{p: p, dir: dir, ws: ws, root: root,
-		env: append(p.env[:len(p.env):len(p.env)], "HOME="+filepath.Join(dir, "home"), "TMPDIR="+filepath.Join(dir, "tmp"))}
+		env: append(p.env[:len(p.env):len(p.env)], "HOME="+home, "TMPDIR="+tmp)}
+	if p.c != nil {
+		// A contained command's /tmp is its own tmpfs: no later command,
+		// and no process of another (a try server), sees what it leaves
+		// there (the go command's work directory among it).
+		s.env[len(s.env)-1] = "TMPDIR=/tmp"
+		s.view = p.c.sandboxView(ws, home)
+		if p.cfg.SandboxLayer {
+			s.layer = filepath.Join(dir, "gocache")
+			err := os.Mkdir(s.layer, 0o755)
+			if err == nil {
+				err = p.c.own(s.layer)
+			}
+			if err != nil {
+				root.Close()
+				os.RemoveAll(dir)
+				return nil, env.Infra(fmt.Errorf("process: open: %w", err))
+			}
+			s.view.bind(s.layer, false)
+		}
+	}
 	p.opened.Add(1)
 	return s, nil
 }
 
-// layOut fills workspace ws with task t's template.
+// layOut fills workspace ws with task t's template, given to the
+// commands' user.
 func (p *Provider) layOut(ctx context.Context, t *env.Task, ws string) error {
 	if p.cfg.Workspaces == nil {
 		return fmt.Errorf("process: task %s is real code but the provider has no Workspaces to lay it out", t.ID)
@@ -327,15 +438,23 @@ func (p *Provider) layOut(ctx context.Context, t *env.Task, ws string) error {
 		dst := filepath.Join(ws, rel)
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(dst, 0o755)
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			return p.c.own(dst)
 		case !d.Type().IsRegular() || rel == ".frog-ready":
 			return nil
 		case p.cfg.Link:
+			// A link stays the template's file, owned by frog: a contained
+			// command can replace it, not write it.
 			if os.Link(src, dst) == nil {
 				return nil
 			}
 		}
-		return copyFile(src, dst)
+		if err := copyFile(src, dst); err != nil {
+			return err
+		}
+		return p.c.own(dst)
 	})
 	if err != nil {
 		return env.Infra(fmt.Errorf("process: lay out task %s: %w", t.ID, err))
@@ -374,12 +493,17 @@ type Sandbox struct {
 	ws   string
 	root *os.Root
 	env  []string
+	// view is what contained commands see; layer their build cache
+	// layer when they share one (Config.SandboxLayer).
+	view  view
+	layer string
 
 	ops     sync.Mutex
 	mu      sync.Mutex
 	closed  bool
 	running *os.Process
 	started map[*proc]bool // by Start, still running
+	shared  []string       // host files shown to contained commands (HostPath)
 }
 
 // Workspace is the workspace's path on this machine.
@@ -427,10 +551,21 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	defer outR.Close()
 	defer errR.Close()
 	defer inW.Close()
-	cmd, err := s.command(opts)
+	cmd, r, err := s.command(opts)
+	if err != nil && !isLookup(err) {
+		inR.Close()
+		outW.Close()
+		errW.Close()
+		if s.isClosed() {
+			return res, env.ErrClosed
+		}
+		return res, env.Infra(fmt.Errorf("process: exec %s: %w", opts.Cmd[0], err))
+	}
+	defer r.done()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err == nil {
 		err = cmd.Start()
+		r.started()
 	}
 	inR.Close()
 	outW.Close()
@@ -453,7 +588,16 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 		s.mu.Unlock()
 	}()
 	pid := cmd.Process.Pid
-	s.p.setRlimits(pid)
+	if r == nil {
+		s.p.setRlimits(pid)
+	} else if err := r.limit(); err != nil {
+		kill(pid)
+		cmd.Wait()
+		if s.isClosed() {
+			return env.ExecResult{}, env.ErrClosed
+		}
+		return env.ExecResult{}, env.Infra(fmt.Errorf("process: exec %s: %w", opts.Cmd[0], err))
+	}
 
 	var copies sync.WaitGroup
 	copies.Add(2)
@@ -496,6 +640,12 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	if s.isClosed() {
 		return env.ExecResult{}, env.ErrClosed
 	}
+	if r != nil && !r.exited() && !res.TimedOut {
+		// bwrap said nothing of the command's exit: it could not set the
+		// sandbox up (or died). The command's own output cannot fake this.
+		return env.ExecResult{}, env.Infra(fmt.Errorf("process: exec %s: bwrap: exit %d: %s",
+			opts.Cmd[0], exitCode(cmd.ProcessState, werr), firstLine(stderr.buf.Bytes())))
+	}
 	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
 	res.Truncated = stdout.truncated || stderr.truncated
 	res.ExitCode = exitCode(cmd.ProcessState, werr)
@@ -516,16 +666,35 @@ func checkOpts(op string, opts env.ExecOptions) error {
 }
 
 // command is opts' command as Exec and Start run it: in the workspace (its
-// Dir), with the sandbox's environment and opts.Env, in the provider's
-// namespaces. err is the lookup's (the command is not on the PATH).
-func (s *Sandbox) command(opts env.ExecOptions) (*exec.Cmd, error) {
+// Dir), with the sandbox's environment and opts.Env, contained or in the
+// provider's namespaces. r is the contained run to finish with r.done once
+// the command has exited (nil when uncontained: its methods do nothing).
+// An error that isLookup is the lookup's (the command is not on the
+// PATH): cmd is then still made, to fail at its start; any other is a
+// fault of the machine.
+func (s *Sandbox) command(opts env.ExecOptions) (cmd *exec.Cmd, r *run, err error) {
 	name, err := lookPath(opts.Cmd[0], s.env)
-	cmd := exec.Command(name, opts.Cmd[1:]...)
-	cmd.Dir = filepath.Join(s.ws, opts.Dir)
-	cmd.Env = slices.Concat(s.env, opts.Env)
-	cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
-	return cmd, err
+	dir := filepath.Join(s.ws, opts.Dir)
+	if s.p.c == nil || err != nil {
+		cmd = exec.Command(name, opts.Cmd[1:]...)
+		cmd.Dir = dir
+		cmd.Env = slices.Concat(s.env, opts.Env)
+		cmd.SysProcAttr = s.p.sysProcAttr(s.p.clone, s.p.maps)
+		return cmd, nil, err
+	}
+	s.mu.Lock()
+	shared := slices.Clone(s.shared)
+	s.mu.Unlock()
+	r, err = s.p.c.command(s.view, shared, s.layer, dir, s.env, opts.Env, append([]string{name}, opts.Cmd[1:]...), limits(s.p.cfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return r.cmd, r, nil
 }
+
+// isLookup says whether err is lookPath's: a command that is not there.
+func isLookup(err error) bool { return errors.Is(err, exec.ErrNotFound) }
 
 // Start starts a command in the workspace as Exec runs one (its own process
 // group and namespaces, the rlimits), with its standard output and error on
@@ -537,9 +706,18 @@ func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd, err := s.command(opts)
-	if err != nil {
+	if s.isClosed() {
+		return nil, env.ErrClosed
+	}
+	cmd, r, err := s.command(opts)
+	if isLookup(err) {
 		return nil, fmt.Errorf("process: start: %w", err)
+	}
+	if err != nil {
+		if s.isClosed() {
+			return nil, env.ErrClosed
+		}
+		return nil, env.Infra(fmt.Errorf("process: start %s: %w", opts.Cmd[0], err))
 	}
 	outR, outW, err1 := os.Pipe()
 	inR, inW, err2 := os.Pipe()
@@ -549,6 +727,7 @@ func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process,
 				f.Close()
 			}
 		}
+		r.done()
 		return nil, env.Infra(fmt.Errorf("process: start %s: %w", opts.Cmd[0], err))
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
@@ -564,27 +743,42 @@ func (s *Sandbox) Start(ctx context.Context, opts env.ExecOptions) (env.Process,
 		s.started[p] = true
 	}
 	s.mu.Unlock()
+	r.started()
 	inR.Close()
 	outW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		r.done()
 		if errors.Is(err, env.ErrClosed) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("process: start %s: %w", opts.Cmd[0], err)
 	}
-	s.p.setRlimits(p.pid)
+	if r == nil {
+		s.p.setRlimits(p.pid)
+	}
 	go func() {
 		werr := cmd.Wait()
 		p.exit = exitCode(cmd.ProcessState, werr)
 		kill(p.pid) // what it started dies with it, as after Exec
+		r.done()
 		s.mu.Lock()
 		delete(s.started, p)
 		s.mu.Unlock()
 		inW.Close()
 		close(p.done)
 	}()
+	if r != nil {
+		if err := r.limit(); err != nil {
+			p.Kill()
+			<-p.done
+			if s.isClosed() {
+				return nil, env.ErrClosed
+			}
+			return nil, env.Infra(fmt.Errorf("process: start %s: %w", opts.Cmd[0], err))
+		}
+	}
 	return p, nil
 }
 
@@ -734,8 +928,27 @@ func (s *Sandbox) WriteFile(ctx context.Context, name string, data []byte) error
 		if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return s.root.WriteFile(p, data, 0o644)
+		if err := s.root.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		return s.own(p)
 	})
+}
+
+// own gives workspace file p and the directories above it to the
+// contained commands' user, where that is not frog's: the workspace is
+// theirs to write, whoever made its files.
+func (s *Sandbox) own(p string) error {
+	c := s.p.c
+	if c == nil || !c.chown {
+		return nil
+	}
+	for ; p != "."; p = path.Dir(p) {
+		if err := s.root.Lchown(p, c.uid, c.gid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Remove deletes a file of the workspace (env.Remover).
@@ -762,9 +975,35 @@ func (s *Sandbox) fileOp(ctx context.Context, name string, f func(p string) erro
 	return f(p)
 }
 
-// HostPath: commands of a process sandbox see this machine's files where
-// they are (env.HostPaths).
-func (s *Sandbox) HostPath(p string) (string, bool) { return p, filepath.IsAbs(p) }
+// HostPath says where the sandbox's commands see host file p (env.HostPaths):
+// at its own path. Uncontained commands see every file; contained ones
+// see what their view shows read-only, and, from now on, p itself when it
+// is a regular file: the harness shares what it built this way, one file
+// at a time, and the rest of the directory stays out of sight.
+func (s *Sandbox) HostPath(p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	if s.p.c == nil {
+		return p, true
+	}
+	p = filepath.Clean(p)
+	if s.view.visible(p) {
+		return p, true
+	}
+	if under(p, s.dir) {
+		return "", false
+	}
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	s.mu.Lock()
+	if !slices.Contains(s.shared, p) {
+		s.shared = append(s.shared, p)
+	}
+	s.mu.Unlock()
+	return p, true
+}
 
 // Close kills a running command and removes the sandbox's directory. It is
 // idempotent.

@@ -19,22 +19,22 @@ import (
 
 func TestConformance(t *testing.T) {
 	for _, v := range []struct {
-		name            string
-		unshare, userNS bool
-	}{{"unshare", true, false}, {"unshare+userns", true, true}, {"no-unshare", false, false}} {
+		name                     string
+		contain, unshare, userNS bool
+	}{{"contained", true, false, false}, {"unshare", false, true, false}, {"unshare+userns", false, true, true}, {"no-unshare", false, false, false}} {
 		t.Run(v.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Unshare, cfg.UserNamespace = v.unshare, v.userNS
+			cfg.Contain, cfg.Unshare, cfg.UserNamespace = v.contain, v.unshare, v.userNS
 			p, err := New(cfg, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("isolation: %s", p.Isolation())
-			unshared := strings.HasPrefix(p.Isolation(), "commands run in new")
-			if unshared != v.unshare && os.Getenv("CI") == "true" {
+			unshared := v.contain || strings.HasPrefix(p.Isolation(), "commands run in new")
+			if unshared != (v.unshare || v.contain) && os.Getenv("CI") == "true" {
 				t.Logf("namespaces unavailable here: %s", p.Isolation())
 			}
-			caps := envtest.Capabilities{Exec: true, Files: true, KillsEscapees: unshared, NoNetwork: unshared, HostIP: "127.0.0.1"}
+			caps := envtest.Capabilities{Exec: true, Files: true, KillsEscapees: unshared, NoNetwork: unshared, ReadOnlyOutside: v.contain, HostIP: "127.0.0.1"}
 			if bb, err := exec.LookPath("busybox"); err == nil {
 				caps.NetProbe = func(host string, port int) []string {
 					return []string{bb, "nc", "-w", "2", host, strconv.Itoa(port)}
@@ -53,7 +53,7 @@ func TestUserNamespace(t *testing.T) {
 	for _, asked := range []bool{false, true} {
 		t.Run("asked="+strconv.FormatBool(asked), func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Dir, cfg.UserNamespace = t.TempDir(), asked
+			cfg.Contain, cfg.Dir, cfg.UserNamespace = false, t.TempDir(), asked
 			p, err := New(cfg, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
@@ -96,10 +96,12 @@ func execOut(t *testing.T, p *Provider, cmd ...string) string {
 	return string(r.Stdout)
 }
 
-// BenchmarkExec starts a command (`true`) in a sandbox with and without a
-// new user namespace, this process holding 0 or 100 MB of heap: with one,
-// Go copies this process's page tables for every command, so its cost
-// grows with the heap; without one (root only) it starts by vfork.
+// BenchmarkExec starts a command (`true`) in a sandbox: contained (a
+// bwrap sandbox a command, with its build cache layer) and not, and not
+// with and without a new user namespace, this process holding 0 or 100 MB
+// of heap: with a user namespace Go copies this process's page tables for
+// every command, so its cost grows with the heap; without one (root only)
+// it starts by vfork, as bwrap does.
 //
 //	go test -run '^$' -bench Exec -benchtime 200x ./env/process
 func BenchmarkExec(b *testing.B) {
@@ -113,10 +115,13 @@ func BenchmarkExec(b *testing.B) {
 			}
 			heap = append(heap, chunk)
 		}
-		for _, userNS := range []bool{false, true} {
-			b.Run(fmt.Sprintf("heap=%dMB/userns=%v", mb, userNS), func(b *testing.B) {
+		for _, v := range []struct {
+			name            string
+			contain, userNS bool
+		}{{"contained", true, false}, {"userns=false", false, false}, {"userns=true", false, true}} {
+			b.Run(fmt.Sprintf("heap=%dMB/%s", mb, v.name), func(b *testing.B) {
 				cfg := DefaultConfig()
-				cfg.Dir, cfg.UserNamespace = b.TempDir(), userNS
+				cfg.Dir, cfg.Contain, cfg.UserNamespace = b.TempDir(), v.contain, v.userNS
 				p, err := New(cfg, zerolog.Nop())
 				if err != nil {
 					b.Fatal(err)

@@ -27,7 +27,9 @@ type Quarantine struct {
 	run  string
 	log  zerolog.Logger
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// checked holds each task's answer by its id and template hash: a
+	// template made again with other content is checked again.
 	checked map[string]error
 	out     []Quarantined
 }
@@ -48,8 +50,12 @@ func NewQuarantine(ws *Workspaces, h *validate.Harness, prov env.Provider, run s
 // synth.ErrQuarantined (the task is set aside), or a fault of the machine
 // (the task is not judged, and will be checked again).
 func (q *Quarantine) Check(ctx context.Context, t *env.Task) error {
+	key := t.ID
+	if hash, err := q.ws.TemplateHash(ctx, t); err == nil {
+		key += "\x00" + hash
+	}
 	q.mu.Lock()
-	err, done := q.checked[t.ID]
+	err, done := q.checked[key]
 	q.mu.Unlock()
 	if done {
 		return err
@@ -61,8 +67,8 @@ func (q *Quarantine) Check(ctx context.Context, t *env.Task) error {
 		return err // not a verdict on the task
 	}
 	q.mu.Lock()
-	if _, again := q.checked[t.ID]; !again {
-		q.checked[t.ID] = err
+	if _, again := q.checked[key]; !again {
+		q.checked[key] = err
 		if err != nil {
 			q.out = append(q.out, Quarantined{ID: t.ID, Reason: err.Error()})
 			q.log.Warn().Str("task", t.ID).Err(err).Msg("task quarantined: it is never scored")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,15 +26,23 @@ import (
 // size of its mutated files); mutated files are files of their own. Nothing
 // is written into a template after it is made: providers copy it into their
 // sandboxes. A template is made under a temporary name and renamed, so a
-// crash never leaves half of one. Safe for concurrent use; concurrent calls
-// for one task or module wait for one preparation.
+// crash never leaves half of one. Templates and module copies are checked
+// against the hashes recorded when they were made before they are handed
+// out, and made again where they differ (integrity.go). Safe for concurrent
+// use; concurrent calls for one task or module wait for one preparation.
 type Workspaces struct {
 	root string
 	log  zerolog.Logger
+	sums checker
 
 	mu      sync.Mutex
 	locals  map[string]string // module path -> local directory
 	flights map[string]*flight
+	// hashes are the trees' hashes as this process first had them, by
+	// once's key; remakes serialize making a tree again once it differs,
+	// by key (a template's remaking may remake its module's).
+	hashes  map[string]string
+	remakes map[string]*sync.Mutex
 }
 
 type flight struct {
@@ -107,8 +116,94 @@ func (w *Workspaces) once(ctx context.Context, key string, f func() (string, err
 	return fl.dir, fl.err
 }
 
+// checkedOnce is once for a tree that records its hashes (integrity.go):
+// the tree f made (or found) is checked against them, and against the hash
+// the tree had when this process first had it, and made again, once,
+// where it differs, with a warning naming what differed. It returns the
+// tree and its hash. A tree that differs again once made (its source
+// changed: a local module's file written in place through a template's
+// link) is removed and is an error wrapping ErrModified; a file system's
+// fault wraps env.ErrInfra.
+func (w *Workspaces) checkedOnce(ctx context.Context, what, name string, f func() (string, error)) (string, string, error) {
+	key := what + "\x00" + name
+	dir, err := w.once(ctx, key, f)
+	if err != nil {
+		return "", "", err
+	}
+	hash, err := w.check(key, dir)
+	if err == nil {
+		return dir, hash, nil
+	}
+	if !errors.Is(err, ErrModified) {
+		return "", "", env.Infra(err)
+	}
+	unlock := w.remaking(key)
+	defer unlock()
+	if hash, err := w.check(key, dir); err == nil {
+		return dir, hash, nil // made again meanwhile
+	}
+	w.log.Warn().Str(what, name).Err(err).Msg("made again: it is not what it was when it was made")
+	drop := func() error {
+		w.mu.Lock()
+		delete(w.flights, key)
+		w.mu.Unlock()
+		w.sums.forget(dir)
+		return os.RemoveAll(dir)
+	}
+	if err := drop(); err != nil {
+		return "", "", env.Infra(err)
+	}
+	if dir, err = w.once(ctx, key, f); err != nil {
+		return "", "", err
+	}
+	if hash, err = w.check(key, dir); err != nil {
+		drop()
+		if errors.Is(err, ErrModified) {
+			return "", "", fmt.Errorf("%s %s, made again, still differs: %w", what, name, err)
+		}
+		return "", "", env.Infra(err)
+	}
+	return dir, hash, nil
+}
+
+// remaking locks key's remaking and returns its unlock.
+func (w *Workspaces) remaking(key string) func() {
+	w.mu.Lock()
+	if w.remakes == nil {
+		w.remakes = map[string]*sync.Mutex{}
+	}
+	m := w.remakes[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		w.remakes[key] = m
+	}
+	w.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// check checks tree dir of key against its recorded hashes and the hash
+// it had when this process first found it whole.
+func (w *Workspaces) check(key, dir string) (string, error) {
+	hash, err := w.sums.check(dir)
+	if err != nil {
+		return "", err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hashes == nil {
+		w.hashes = map[string]string{}
+	}
+	if first, ok := w.hashes[key]; ok && first != hash {
+		return "", fmt.Errorf("%s: %w: its hash is %.12s, it was %.12s", dir, ErrModified, hash, first)
+	}
+	w.hashes[key] = hash
+	return hash, nil
+}
+
 // ModuleDir returns this machine's copy of the task's module as it was
-// before the bug: fetched (once) for a version, or a registered local one.
+// before the bug: fetched (once) for a version, and checked against the
+// hashes recorded then, or a registered local one (the user's, as is).
 func (w *Workspaces) ModuleDir(ctx context.Context, t *env.Task) (string, error) {
 	w.mu.Lock()
 	local, ok := w.locals[t.Repo]
@@ -120,9 +215,9 @@ func (w *Workspaces) ModuleDir(ctx context.Context, t *env.Task) (string, error)
 		return "", fmt.Errorf("task %s: module %q has no version to fetch and no local directory (synthesize it with --source DIR in this run)", t.ID, t.Repo)
 	}
 	spec := t.Repo + "@" + t.Version
-	return w.once(ctx, "module\x00"+spec, func() (string, error) {
+	dir, _, err := w.checkedOnce(ctx, "module", spec, func() (string, error) {
 		dst := filepath.Join(w.root, "modules", escape(spec))
-		if _, err := os.Stat(filepath.Join(dst, ".frog-ready")); err == nil {
+		if _, err := os.Stat(filepath.Join(dst, readyFile)); err == nil {
 			return dst, nil
 		}
 		work, err := os.MkdirTemp(filepath.Join(w.root), ".fetch-")
@@ -134,7 +229,7 @@ func (w *Workspaces) ModuleDir(ctx context.Context, t *env.Task) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("task %s: %w", t.ID, err)
 		}
-		if err := os.WriteFile(filepath.Join(m.Dir, ".frog-ready"), nil, 0o644); err != nil {
+		if err := markReady(m.Dir); err != nil {
 			return "", env.Infra(err)
 		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -147,16 +242,33 @@ func (w *Workspaces) ModuleDir(ctx context.Context, t *env.Task) (string, error)
 		w.log.Debug().Str("module", spec).Str("dir", dst).Msg("module fetched")
 		return dst, nil
 	})
+	return dir, err
 }
 
-// Template returns task t's workspace template, making it on first use.
+// Template returns task t's workspace template, making it on first use,
+// once it has checked that the template holds what it held when it was
+// made (made again where it does not).
 func (w *Workspaces) Template(ctx context.Context, t *env.Task) (string, error) {
+	dir, _, err := w.template(ctx, t)
+	return dir, err
+}
+
+// TemplateHash returns the hash of task t's template, checked as Template
+// checks it: the hash of every file's SHA-256, which names the task's
+// starting tree by its content. Caches of what a task's template gave (the
+// check's) are keyed by it.
+func (w *Workspaces) TemplateHash(ctx context.Context, t *env.Task) (string, error) {
+	_, hash, err := w.template(ctx, t)
+	return hash, err
+}
+
+func (w *Workspaces) template(ctx context.Context, t *env.Task) (string, string, error) {
 	if !t.Real() {
-		return "", fmt.Errorf("task %s: no mutations: not a task of real code", t.ID)
+		return "", "", fmt.Errorf("task %s: no mutations: not a task of real code", t.ID)
 	}
-	return w.once(ctx, "task\x00"+t.ID, func() (string, error) {
+	return w.checkedOnce(ctx, "task", t.ID, func() (string, error) {
 		dst := filepath.Join(w.root, "tasks", escape(t.ID))
-		if _, err := os.Stat(filepath.Join(dst, ".frog-ready")); err == nil {
+		if _, err := os.Stat(filepath.Join(dst, readyFile)); err == nil {
 			return dst, nil
 		}
 		mod, err := w.ModuleDir(ctx, t)
@@ -179,7 +291,7 @@ func (w *Workspaces) Template(ctx context.Context, t *env.Task) (string, error) 
 		if err := linkTree(mod, tmp, bug); err != nil {
 			return "", env.Infra(fmt.Errorf("task %s: lay out: %w", t.ID, err))
 		}
-		if err := os.WriteFile(filepath.Join(tmp, ".frog-ready"), nil, 0o644); err != nil {
+		if err := markReady(tmp); err != nil {
 			return "", env.Infra(err)
 		}
 		os.RemoveAll(dst)
@@ -267,7 +379,7 @@ func linkTree(src, dst string, over map[string][]byte) error {
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
-		if !d.Type().IsRegular() || rel == ".frog-ready" {
+		if !d.Type().IsRegular() || rel == readyFile {
 			return nil
 		}
 		if _, ok := over[filepath.ToSlash(rel)]; ok {

@@ -54,7 +54,7 @@ version into bin/.`,
 			if err != nil {
 				return err
 			}
-			prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}}, log)
+			prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}, Validation: true}, log)
 			if err != nil {
 				return err
 			}

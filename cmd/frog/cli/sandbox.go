@@ -29,13 +29,26 @@ type sandboxOptions struct {
 	Pool  int    `json:"pool"`
 	// Reuse is docker.Config.Reuse; 0 keeps its default.
 	Reuse int `json:"reuse,omitempty"`
+	// Unsafe lets process sandboxes run their commands uncontained where
+	// they cannot be contained (process.ErrUncontained).
+	Unsafe bool `json:"unsafe_process_sandbox,omitempty"`
+}
+
+// unsafeUsage is --unsafe-process-sandbox's help.
+const unsafeUsage = "where process sandboxes cannot contain their commands (bubblewrap missing, or the kernel refuses it), run them uncontained instead of refusing: " +
+	"test code then runs as you, reads and writes what you can (your files, the task templates and caches, so one episode can change later verdicts) and reaches the network and the Docker socket; for code you trust only"
+
+// unsafeFlag adds --unsafe-process-sandbox to f.
+func unsafeFlag(f *pflag.FlagSet, unsafe *bool) {
+	f.BoolVar(unsafe, "unsafe-process-sandbox", false, unsafeUsage)
 }
 
 func (s *sandboxOptions) flags(f *pflag.FlagSet, def string) {
-	f.StringVar(&s.Kind, "sandbox", def, "sandbox backend: sim, docker, process, or auto (docker when a daemon answers, else process with a warning)")
+	f.StringVar(&s.Kind, "sandbox", def, "sandbox backend: sim, docker, process (each command in a bubblewrap sandbox of its own), or auto (docker when a daemon answers, else process)")
 	f.StringVar(&s.Image, "image", "", "sandbox image for --sandbox docker (default frog-sandbox:<version>, built if missing)")
 	f.IntVar(&s.Pool, "pool", 8, "warm containers kept started ahead of demand (docker)")
 	f.IntVar(&s.Reuse, "reuse", 0, fmt.Sprintf("episodes one container serves, one after the other, reset between them: no process left, workspace, /tmp and /dev/shm emptied (docker; 0: the default, %d; 1: a fresh container for each episode)", docker.DefaultConfig().Reuse))
+	unsafeFlag(f, &s.Unsafe)
 }
 
 func (s *sandboxOptions) validate() error {
@@ -79,6 +92,10 @@ type sandboxSpec struct {
 	// Workspaces lays out real tasks' workspaces; nil for runs of
 	// simulated tasks (and validation, which copies modules itself).
 	Workspaces *source.Workspaces
+	// Validation says the sandboxes validate synthesized tasks: no agent's
+	// code runs in them, and a process sandbox's commands may share one
+	// build cache layer (process.Config.SandboxLayer).
+	Validation bool
 }
 
 // openSandboxes opens the backend spec.Kind names; it returns the provider
@@ -145,16 +162,30 @@ func openDocker(ctx context.Context, spec sandboxSpec, log zerolog.Logger) (env.
 	return env.Limit(p, spec.Concurrency), release, nil
 }
 
+// openProcess opens process sandboxes that contain their commands; where
+// they cannot, it refuses, or with spec.Unsafe warns and opens them
+// uncontained.
 func openProcess(spec sandboxSpec, log zerolog.Logger) (env.Provider, func(), error) {
 	cfg := process.DefaultConfig()
 	if spec.Workspaces != nil {
 		cfg.Workspaces = spec.Workspaces
 	}
-	p, err := process.New(cfg, log.With().Str("component", "process").Logger())
+	cfg.SandboxLayer = spec.Validation
+	plog := log.With().Str("component", "process").Logger()
+	p, err := process.New(cfg, plog)
+	if errors.Is(err, process.ErrUncontained) {
+		if !spec.Unsafe {
+			return nil, nil, fmt.Errorf("%w; install bubblewrap (Debian: apt-get install bubblewrap; make deps does), "+
+				"use --sandbox docker, or pass --unsafe-process-sandbox to run tests uncontained (for code you trust only)", err)
+		}
+		log.Warn().Err(err).Msg("--unsafe-process-sandbox: commands run uncontained")
+		cfg.Contain = false
+		p, err = process.New(cfg, plog) // warns how weak that is
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return p, func() {}, nil // New has warned how weak the isolation is
+	return p, func() {}, nil
 }
 
 func newImageCmd(g *globals) *cobra.Command {

@@ -342,7 +342,7 @@ func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.So
 			return nil, nil, err
 		}
 		s, _, closeSynth, err := openSynthesizer(ctx, source.Default, work,
-			sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}}, source.Config{Seed: o.Seed}, log)
+			sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process", Unsafe: o.Sandbox.Unsafe}}, source.Config{Seed: o.Seed}, log)
 		if err != nil {
 			cleanup()
 			return nil, nil, err

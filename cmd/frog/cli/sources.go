@@ -77,6 +77,7 @@ func openSynthesizer(ctx context.Context, specs []string, work string, sb sandbo
 		}
 		sb.Workspaces = nil // validation sandboxes copy modules themselves
 	}
+	sb.Validation = true
 	if len(mods) == 0 {
 		return nil, skipped, nil, fmt.Errorf("no usable source among %d", len(specs))
 	}

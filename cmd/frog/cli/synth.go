@@ -34,6 +34,7 @@ type synthOptions struct {
 	MaxMutants int           `json:"max_mutants"`
 	Combos     float64       `json:"combos"`
 	Sandbox    string        `json:"sandbox"`
+	Unsafe     bool          `json:"unsafe_process_sandbox,omitempty"`
 	Image      string        `json:"image,omitempty"`
 	JSON       bool          `json:"-"`
 }
@@ -98,7 +99,8 @@ It exits 1, saying why, when it made no task.`,
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "packages validated at once, each in its own sandbox")
 	f.IntVar(&o.MaxMutants, "max-mutants", 400, "single mutants tried per package, sampled (0: all)")
 	f.Float64Var(&o.Combos, "combos", 0.5, "combined mutants (k = 2, 3) tried per single mutant the tests caught (0: none)")
-	f.StringVar(&o.Sandbox, "sandbox", "process", "where validation runs: process (this machine, weakly isolated), docker, or auto")
+	f.StringVar(&o.Sandbox, "sandbox", "process", "where validation runs: process (this machine, each command in a bubblewrap sandbox of its own), docker, or auto")
+	unsafeFlag(f, &o.Unsafe)
 	f.StringVar(&o.Image, "image", "", "sandbox image for --sandbox docker (default frog-sandbox:<version>, built if missing)")
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object (no progress bar)")
 	c.PreRunE = func(*cobra.Command, []string) error {
@@ -182,7 +184,7 @@ func runSynth(ctx context.Context, g *globals, o *synthOptions) error {
 		cfg.Combos = -1
 	}
 	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{
-		sandboxOptions: sandboxOptions{Kind: o.Sandbox, Image: o.Image},
+		sandboxOptions: sandboxOptions{Kind: o.Sandbox, Image: o.Image, Unsafe: o.Unsafe},
 		Run:            fmt.Sprintf("synth-%d", os.Getpid()), Concurrency: o.Workers,
 	}, cfg, log)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // verifyOptions are the flags of `frog synth verify`.
 type verifyOptions struct {
 	Tasks, WorkDir, Sandbox string
+	Unsafe                  bool
 	Sources                 []string
 	Sample                  int
 	Seed                    uint64
@@ -71,6 +72,7 @@ A store that does not load (a malformed or incomplete record) exits 2.`,
 	f.IntVar(&o.Sample, "sample", 0, "re-validate this many tasks drawn at random (0: all)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the sample")
 	f.StringVar(&o.Sandbox, "sandbox", "process", "where tests run: process, docker or auto")
+	unsafeFlag(f, &o.Unsafe)
 	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules are copied (default: a temporary directory)")
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
 	c.PreRunE = func(*cobra.Command, []string) error {
@@ -111,7 +113,7 @@ func runVerify(ctx context.Context, g *globals, o *verifyOptions) error {
 		local = append(local, m)
 	}
 	run := fmt.Sprintf("verify-%d", os.Getpid())
-	prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: o.Sandbox}, Run: run, Concurrency: 1}, log)
+	prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: o.Sandbox, Unsafe: o.Unsafe}, Run: run, Concurrency: 1}, log)
 	if err != nil {
 		return fmt.Errorf("sandboxes: %w", err)
 	}

@@ -544,7 +544,7 @@ func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []str
 		return nil, nil, err
 	}
 	cfg := source.Config{Seed: o.Seed, Workers: o.SynthWorkers}
-	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}, Workspaces: tenv.ws}, cfg, log)
+	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process", Unsafe: o.Sandbox.Unsafe}, Workspaces: tenv.ws}, cfg, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -64,6 +64,15 @@ func (s *limitedSandbox) HostPath(p string) (string, bool) {
 	return "", false
 }
 
+// Reset forwards the wrapped sandbox's Resetter capability (ErrNoReset
+// where it has none).
+func (s *limitedSandbox) Reset(ctx context.Context) error {
+	if r, ok := s.Sandbox.(Resetter); ok {
+		return r.Reset(ctx)
+	}
+	return ErrNoReset
+}
+
 // Remove forwards the wrapped sandbox's Remover capability, or runs rm.
 func (s *limitedSandbox) Remove(ctx context.Context, path string) error {
 	return remove(ctx, s.Sandbox, path)

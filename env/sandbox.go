@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -110,6 +111,22 @@ type Immediate interface {
 type HostPaths interface {
 	HostPath(p string) (string, bool)
 }
+
+// Resetter is an optional capability of a Sandbox: Reset puts the
+// workspace back as Open laid it out (the task's template) and ends every
+// process the sandbox's commands left running. The verdict resets before it
+// writes back the changes an episode recorded, so that it judges exactly
+// those: a file the agent's code wrote behind the edit tool's back (a test
+// that rewrites the source it tests), or a process it left running, counts
+// for nothing. It blocks until done; a fault wraps ErrInfra.
+type Resetter interface {
+	Reset(ctx context.Context) error
+}
+
+// ErrNoReset is Reset's answer where the sandbox cannot reset (it holds no
+// real task, or wraps one that cannot): the caller judges the workspace as
+// it is.
+var ErrNoReset = errors.New("the sandbox cannot reset its workspace")
 
 // Starter is an optional capability of a Sandbox: Start runs a command in
 // the workspace, as Exec does, and returns once it has started, its

@@ -166,6 +166,7 @@ func (s *Sandbox) layout(ctx context.Context, t taskTemplate) error {
 			return env.Infra(err)
 		}
 	}
+	s.tmpl = t
 	s.laid = Layout{Task: t.task.ID, Template: t.host, Files: resp.Files, Dirs: resp.Dirs, Links: resp.Links,
 		Bytes: resp.Bytes, Duration: time.Since(start)}
 	return nil

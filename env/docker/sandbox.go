@@ -29,7 +29,8 @@ type Sandbox struct {
 	// time anyway, and a cancelled command must be gone before the next.
 	ops    sync.Mutex
 	closed atomic.Bool
-	laid   Layout // what Open laid out, before the episode had it
+	laid   Layout       // what Open laid out, before the episode had it
+	tmpl   taskTemplate // the template laid out (Reset lays it out again)
 	// uses counts the episodes the container has served, this one
 	// included (Config.Reuse); lent is the pool it is to go back to (nil:
 	// none).
@@ -41,7 +42,26 @@ var (
 	_ env.HostPaths = (*Sandbox)(nil)
 	_ env.Sandbox   = (*Sandbox)(nil)
 	_ env.Remover   = (*Sandbox)(nil)
+	_ env.Resetter  = (*Sandbox)(nil)
 )
+
+// Reset has the agent end every process but itself and empty the
+// workspace, /tmp and /dev/shm (as between two episodes of a container),
+// then lays the task's template out again (env.Resetter).
+func (s *Sandbox) Reset(ctx context.Context) error {
+	if s.tmpl.task == nil {
+		return env.ErrNoReset
+	}
+	resp, err := s.call(ctx, &request{Op: "reset"}, s.p.cfg.CloseTimeout, "reset")
+	if err != nil {
+		return err
+	}
+	if resp.Err != "" {
+		s.p.fault("reset")
+		return env.Infra(fmt.Errorf("docker: reset %s: %s", s.name, resp.Err))
+	}
+	return s.layout(ctx, s.tmpl)
+}
 
 // ID is the container's ID.
 func (s *Sandbox) ID() string { return s.id }

@@ -298,6 +298,8 @@ func attacks(ot OracleTask) ([]attack, error) {
 		{name: "the deciding tests return at once", plan: returnAtOnce(ot, dir), forges: true},
 		{name: "bug's file, writes the harness's files", plan: inBugFile([]string{"os", "path/filepath"}, writeHarness), screened: true},
 		{name: "bug's file, reads the task's template", plan: inBugFile([]string{"fmt", "io/fs", "os", "path/filepath", "strings"}, readTemplate), screened: true},
+		{name: "a test writes the fix behind the edit tool", plan: newFile("zz_write_test.go", []string{"os"},
+			fmt.Sprintf("func init() { xos.WriteFile(%q, []byte(%q), 0o644) }\n", path.Base(target), ot.Fixed[target]))},
 		{name: "bug's file, rewrites the process's standard output", plan: inBugFile([]string{"os", "strings"}, rewriteStdout), screened: true},
 	}, nil
 }

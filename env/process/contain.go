@@ -85,6 +85,7 @@ type containment struct {
 	chown    bool
 	uid, gid int
 	goCache  string // the host's GOCACHE: the shared layer; "" without go
+	modCache string // the host's GOMODCACHE, as the view shows it; "" without go
 	cacheExe bool   // this executable is in the view (cacheProgDir)
 	base     view   // what every command sees
 }
@@ -272,6 +273,11 @@ func newContainment(cfg Config, env []string, gp goPaths) (*containment, error) 
 	if isDir(gp.Cache) {
 		c.goCache = filepath.Clean(gp.Cache)
 	}
+	if isDir(gp.ModCache) {
+		if real, err := filepath.EvalSymlinks(gp.ModCache); err == nil {
+			c.modCache = real
+		}
+	}
 	for _, kv := range env {
 		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
 			for _, d := range filepath.SplitList(path) {
@@ -312,6 +318,40 @@ func (c *containment) sandboxView(ws, home string) view {
 	v.bind(ws, false)
 	v.bind(home, false)
 	return v
+}
+
+// hideModule hides, in view v, every version of module mod in the module
+// cache, extracted and downloaded: a task's module as published is its
+// gold fix, and the workspace, the task's main module, needs no copy of it
+// to build.
+func (c *containment) hideModule(v *view, mod string) {
+	if c == nil || c.modCache == "" || mod == "" {
+		return
+	}
+	esc := escapeModulePath(mod)
+	dirs, _ := filepath.Glob(filepath.Join(c.modCache, filepath.FromSlash(esc)+"@*"))
+	dirs = append(dirs, filepath.Join(c.modCache, "cache", "download", filepath.FromSlash(esc), "@v"))
+	for _, d := range dirs {
+		if isDir(d) {
+			v.args = append(v.args, "--tmpfs", d)
+			v.mounts = append(v.mounts, mountPoint{dest: d})
+		}
+	}
+}
+
+// escapeModulePath is a module path as the module cache names it: each
+// upper-case letter as '!' and the letter in lower case
+// (golang.org/x/mod/module.EscapePath, for valid paths).
+func escapeModulePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if 'A' <= r && r <= 'Z' {
+			b.WriteByte('!')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // run is one contained command: the exec.Cmd that starts bwrap, and the

@@ -393,12 +393,18 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 	}
 	s := &Sandbox{p: p, dir: dir, ws: ws, root: root,
 		env: append(p.env[:len(p.env):len(p.env)], "HOME="+home, "TMPDIR="+tmp)}
+	if t := opts.Task; t != nil && t.Real() {
+		s.task = t
+	}
 	if p.c != nil {
 		// A contained command's /tmp is its own tmpfs: no later command,
 		// and no process of another (a try server), sees what it leaves
 		// there (the go command's work directory among it).
 		s.env[len(s.env)-1] = "TMPDIR=/tmp"
 		s.view = p.c.sandboxView(ws, home)
+		if t := opts.Task; t != nil && t.Real() {
+			p.c.hideModule(&s.view, t.Repo)
+		}
 		if p.cfg.SandboxLayer {
 			s.layer = filepath.Join(dir, "gocache")
 			err := os.Mkdir(s.layer, 0o755)
@@ -503,7 +509,9 @@ type Sandbox struct {
 	closed  bool
 	running *os.Process
 	started map[*proc]bool // by Start, still running
-	shared  []string       // host files shown to contained commands (HostPath)
+	// task is the real task Open laid out (Reset lays it out again).
+	task   *env.Task
+	shared []string // host files shown to contained commands (HostPath)
 }
 
 // Workspace is the workspace's path on this machine.
@@ -1027,6 +1035,39 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		return env.Infra(fmt.Errorf("process: close: %w", err))
 	}
 	return nil
+}
+
+// Reset ends every command the sandbox has running (a try server, a
+// process a test left) and lays the task's template out again in the
+// emptied workspace (env.Resetter).
+func (s *Sandbox) Reset(ctx context.Context) error {
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return env.ErrClosed
+	}
+	if s.running != nil {
+		kill(s.running.Pid)
+	}
+	for p := range s.started {
+		kill(p.pid)
+	}
+	s.mu.Unlock()
+	if s.task == nil {
+		return env.ErrNoReset
+	}
+	ents, err := os.ReadDir(s.ws)
+	if err != nil {
+		return env.Infra(fmt.Errorf("process: reset: %w", err))
+	}
+	for _, e := range ents {
+		if err := removeAll(filepath.Join(s.ws, e.Name())); err != nil {
+			return env.Infra(fmt.Errorf("process: reset: %w", err))
+		}
+	}
+	return s.p.layOut(ctx, s.task, s.ws)
 }
 
 // removeAll removes dir, first making read-only directories in it writable.

@@ -65,6 +65,8 @@ type Harness struct {
 	servers sync.Map
 	// verdictKey names verdict binaries' canary tests (verdict.go).
 	verdictKey []byte
+	// tmplKeys are the tasks' template hashes, by task ID (templateKey).
+	tmplKeys sync.Map
 }
 
 // keyLocks are mutexes by key, made on demand and dropped when free.
@@ -475,7 +477,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	return cached(h, okey("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
 		bin := upTo(dir) + coverBin
-		if p, ok := h.checkedCoverBin(sb, ws); ok {
+		if p, ok := h.checkedCoverBin(ctx, sb, ws); ok {
 			bin = p // built by the task's check
 		} else {
 			r, err := h.buildCover(ctx, sb, ws)
@@ -528,8 +530,8 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 // checkedCoverBin is the path in sb of the coverage binary the task's check
 // built and shared (hostCoverBin), when ws is the task's starting state and
 // the binary is there.
-func (h *Harness) checkedCoverBin(sb env.Sandbox, ws *env.Workspace) (string, bool) {
-	hostBin := h.hostCoverBin(sb, ws.Task)
+func (h *Harness) checkedCoverBin(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (string, bool) {
+	hostBin := h.hostCoverBin(ctx, sb, ws.Task)
 	if hostBin == "" || ws.Hash() != "" {
 		return "", false
 	}
@@ -549,7 +551,7 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 		fmt.Fprintf(&lkey, "%s:%d,", l.File, l.Line)
 	}
 	list, _, err := cached(h, okey("cand", t.ID, ws.Hash(), lkey.String()), func() ([]env.Candidate, int, error) {
-		saved := h.savedCandidates(ws, lkey.String())
+		saved := h.savedCandidates(ctx, ws, lkey.String())
 		if saved != "" {
 			var out []env.Candidate
 			if data, err := os.ReadFile(saved); err == nil && json.Unmarshal(data, &out) == nil {
@@ -575,16 +577,17 @@ func (h *Harness) Candidates(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 // package again (a tenth of a second a task, about half of frog's own CPU
 // time in a later run). "" where ws is not the starting state, the outcome
 // cache is off, or there is no binary cache.
-func (h *Harness) savedCandidates(ws *env.Workspace, lkey string) string {
+func (h *Harness) savedCandidates(ctx context.Context, ws *env.Workspace, lkey string) string {
 	t := ws.Task
 	if h.cfg.BinCache == "" || h.cfg.NoCache || ws.Hash() != "" {
 		return ""
 	}
 	self := executableHash()
-	if self == "" {
+	tk, ok := h.templateKey(ctx, t)
+	if self == "" || !ok {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key("cand", t.ID, t.Repo+"@"+t.Version, lkey, self)+".cand.json")
+	return filepath.Join(h.cfg.BinCache, key("cand", t.ID, tk, t.Repo+"@"+t.Version, lkey, self)+".cand.json")
 }
 
 // executableHash is the hash of the running executable's file, "" when it
@@ -1033,11 +1036,12 @@ func allBad(s *trySchema) bool {
 // attributed to them) are tried by real builds.
 func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspace, list []env.Candidate, lkey string) (*trySchema, error) {
 	t := ws.Task
-	skey := key(t.ID, ws.Hash(), lkey)
+	tk, named := h.templateKey(ctx, t)
+	skey := key(t.ID, tk, ws.Hash(), lkey)
 	s := &trySchema{key: lkey, bin: ".frog/try-" + skey[:16] + ".test", Bad: map[int]bool{}, dir: t.Dir()}
 	meta := ".frog/try-" + skey[:16] + ".json"
 	hp, _ := sb.(env.HostPaths)
-	shared := h.cfg.BinCache != "" && hp != nil
+	shared := h.cfg.BinCache != "" && hp != nil && named // a template that cannot be named shares nothing
 	hostBin, hostMeta := filepath.Join(h.cfg.BinCache, skey+".test"), filepath.Join(h.cfg.BinCache, skey+".json")
 	if shared {
 		// One build at a time per schema: concurrent episodes of one task
@@ -1384,11 +1388,44 @@ func (sf *srcFile) srcOrNil() []byte {
 
 // hostCoverBin is where the coverage test binary of task t's starting
 // state is shared with the sandboxes of sb's kind ("" when it cannot be).
-func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
+func (h *Harness) hostCoverBin(ctx context.Context, sb env.Sandbox, t *env.Task) string {
 	if _, ok := sb.(env.HostPaths); !ok || h.cfg.BinCache == "" {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key(t.ID, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-count")+".test")
+	tk, ok := h.templateKey(ctx, t)
+	if !ok {
+		return ""
+	}
+	return filepath.Join(h.cfg.BinCache, key(t.ID, tk, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-count")+".test")
+}
+
+// templateHashes is what a Workspaces says of a template's content
+// (synth/source checks it against what it recorded when it made it).
+type templateHashes interface {
+	TemplateHash(ctx context.Context, t *env.Task) (string, error)
+}
+
+// templateKey names task t's template by its content in the keys of what
+// the binary cache keeps of the task (its coverage binary, schemata,
+// candidate lists): a later run whose template was made again, or
+// differs, finds none of what an earlier template's tasks left. It is
+// asked once per task and harness; ok is false where the template could
+// not be hashed (share nothing then). Workspaces that do not hash their
+// templates give "".
+func (h *Harness) templateKey(ctx context.Context, t *env.Task) (string, bool) {
+	th, ok := h.ws.(templateHashes)
+	if !ok {
+		return "", true
+	}
+	if v, ok := h.tmplKeys.Load(t.ID); ok {
+		return v.(string), true
+	}
+	k, err := th.TemplateHash(ctx, t)
+	if err != nil {
+		return "", false
+	}
+	h.tmplKeys.Store(t.ID, k)
+	return k, true
 }
 
 // checkBug runs the deciding tests of task t with the bug from the
@@ -1401,7 +1438,7 @@ func (h *Harness) hostCoverBin(sb env.Sandbox, t *env.Task) string {
 // shared or the tests do not build with -cover: the caller then runs go
 // test.
 func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, string, error) {
-	hostBin := h.hostCoverBin(sb, t)
+	hostBin := h.hostCoverBin(ctx, sb, t)
 	if hostBin == "" {
 		return testRun{}, "", nil
 	}
@@ -1494,7 +1531,7 @@ func (h *Harness) flaky(ctx context.Context, sb env.Sandbox, t *env.Task, bin st
 // check, when ws is the task's starting state and the binary is shared
 // (checkedCoverBin); ok is false when it is not.
 func (h *Harness) checkedRun(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string, limit time.Duration) (tr testRun, ok bool, err error) {
-	bin, ok := h.checkedCoverBin(sb, ws)
+	bin, ok := h.checkedCoverBin(ctx, sb, ws)
 	if !ok {
 		return testRun{}, false, nil
 	}
@@ -1531,7 +1568,7 @@ func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 // run to run. A failure only leaves the episodes to measure it.
 func (h *Harness) checkCoverage(ctx context.Context, sb env.Sandbox, t *env.Task) error {
 	k := okey("cover", t.ID, "", strings.Join(t.Tests(), ","))
-	hostBin := h.hostCoverBin(sb, t)
+	hostBin := h.hostCoverBin(ctx, sb, t)
 	if hostBin != "" {
 		var rep env.CoverageReport
 		if data, err := os.ReadFile(hostBin + ".cover.json"); err == nil && json.Unmarshal(data, &rep) == nil && rep.Tests != nil {

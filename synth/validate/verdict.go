@@ -178,7 +178,7 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 				return env.Verdict{Suspected: found}, 0, nil
 			}
 		}
-		restored, err := h.restoreTests(ctx, sb, ws)
+		restored, err := h.judgedTree(ctx, sb, ws)
 		if err != nil {
 			return env.Verdict{}, 0, err
 		}
@@ -213,6 +213,61 @@ func (h *Harness) Verdict(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 		}
 		return env.Verdict{Pass: passed(t.Tests(), tr)}, 1, nil
 	})
+}
+
+// judgedTree makes sb's tree the one the verdict judges: the task's
+// template with the episode's recorded changes, its test files, testdata,
+// go.mod and go.sum the task's own. Where the sandbox can reset
+// (env.Resetter), it lays the template out again and writes the recorded
+// changes over it, so that nothing the agent's code did to the tree behind
+// the edit tool (a test that rewrote the source it tests, a process left
+// running) is judged; else it writes the task's own test files back
+// (restoreTests). It returns the files put back from the template.
+func (h *Harness) judgedTree(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (map[string][]byte, error) {
+	r, ok := sb.(env.Resetter)
+	if !ok {
+		return h.restoreTests(ctx, sb, ws)
+	}
+	start := time.Now()
+	defer func() { h.st.spent("verdict-checks", time.Since(start)) }()
+	switch err := r.Reset(ctx); {
+	case errors.Is(err, env.ErrNoReset):
+		return h.restoreTests(ctx, sb, ws)
+	case err != nil:
+		return nil, err
+	}
+	restored := map[string][]byte{}
+	var tmpl string
+	for _, f := range ws.Files() {
+		if !restoredFile(f) {
+			if err := sb.WriteFile(ctx, f, ws.Changed()[f]); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// The template's own, as the reset laid it out (a test file the
+		// episode added is emptied, as restoreTests empties it).
+		if tmpl == "" {
+			var err error
+			if tmpl, err = h.ws.Template(ctx, ws.Task); err != nil {
+				return nil, env.Infra(err)
+			}
+		}
+		orig, there := readIfThere(filepath.Join(tmpl, filepath.FromSlash(f)))
+		switch {
+		case orig == nil && there:
+			return nil, env.Infra(fmt.Errorf("read %s of task %s's template", f, ws.Task.ID))
+		case !there && strings.HasSuffix(f, ".go"):
+			orig = []byte("package " + packageName(ws.Changed()[f]) + "\n")
+			if err := sb.WriteFile(ctx, f, orig); err != nil {
+				return nil, err
+			}
+		case !there:
+			orig = nil
+		}
+		restored[f] = orig
+	}
+	return restored, nil
 }
 
 // passed says that every test of tests passed in tr, which built and

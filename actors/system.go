@@ -105,7 +105,7 @@ const (
 	MaxGroupSize   = 1 << 16 // rollouts of one task
 	MaxSteps       = 1 << 20 // actions of one episode (and tries)
 	MaxBatch       = 1 << 20 // groups of one update, requests of one inference batch
-	MaxWorkers     = 1 << 16 // inference batches or synthesizer requests at once
+	MaxWorkers     = 1 << 16 // synthesizer requests at once
 	MaxRetries     = 1000    // sandboxes an episode may retry in
 	// MaxStaleness is the largest staleness bound: math.MaxInt32 versions,
 	// no bound in practice (an evaluation's frozen policy uses it).
@@ -139,8 +139,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-batch %d: want 1 to %d", c.MaxBatch, MaxBatch)
 	case c.MaxWait < 0:
 		return fmt.Errorf("--max-wait %v: want >= 0", c.MaxWait)
-	case c.InferenceWorkers < 1 || c.InferenceWorkers > MaxWorkers:
-		return fmt.Errorf("--inference-workers %d: want 1 to %d", c.InferenceWorkers, MaxWorkers)
+	case c.InferenceWorkers < 1 || c.InferenceWorkers > MaxConcurrency:
+		return fmt.Errorf("--inference-workers %d: want 1 to %d", c.InferenceWorkers, MaxConcurrency)
 	case c.SynthWorkers < 0 || c.SynthWorkers > MaxWorkers:
 		return fmt.Errorf("--synth-workers %d: want 1 to %d", c.SynthWorkers, MaxWorkers)
 	case c.TaskRefill < 0 || c.TaskRefill > MaxBatch:

@@ -45,9 +45,35 @@ func usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
+// inRange is a usage error naming flag unless lo <= v <= hi. Sizes have an
+// upper bound too: a count near math.MaxInt64 overflows what is computed
+// from it, and no machine runs that much at once.
+func inRange(flag string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("%s %d: want %d to %d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// firstErr is the first error of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrInterrupted is returned when a signal stopped the job; what it had done
 // was recorded and reported first.
 var ErrInterrupted = errors.New("interrupted")
+
+// interrupted is ErrInterrupted with what the signal cut short, for a job
+// stopped before it had anything to report: Main says it.
+func interrupted(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInterrupted}, args...)...)
+}
 
 // ExitCode maps an error returned by Run to the process's exit code.
 func ExitCode(err error) int {
@@ -78,7 +104,8 @@ func Main() int {
 	}()
 	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil && !errors.Is(err, ErrInterrupted) {
+	// A bare ErrInterrupted follows a report that says so already.
+	if err != nil && err.Error() != ErrInterrupted.Error() {
 		fmt.Fprintf(os.Stderr, "frog: %v\n", err)
 		var u *UsageError
 		if errors.As(err, &u) {

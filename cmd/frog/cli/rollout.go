@@ -91,16 +91,14 @@ func (o *rolloutOptions) validate() error {
 		return usagef("--tasks: a task store is required")
 	case o.Out == "":
 		return usagef("--out: a directory for the export is required")
-	case o.GroupSize < 1:
-		return usagef("--group-size %d: want >= 1", o.GroupSize)
-	case o.Concurrency < 1:
-		return usagef("--concurrency %d: want >= 1", o.Concurrency)
-	case o.MaxRetries < 0:
-		return usagef("--max-retries %d: want >= 0", o.MaxRetries)
 	case o.Limit < 0 || o.Sample < 0:
 		return usagef("--limit and --sample: want >= 0")
 	case o.ShardSize < 1:
 		return usagef("--shard-size %d: want >= 1", o.ShardSize)
+	}
+	if err := firstErr(inRange("--group-size", o.GroupSize, 1, actors.MaxGroupSize), inRange("--concurrency", o.Concurrency, 1, actors.MaxConcurrency),
+		inRange("--max-retries", o.MaxRetries, 0, actors.MaxRetries)); err != nil {
+		return err
 	}
 	if _, err := o.LLM.resolve(); err != nil {
 		return err
@@ -137,7 +135,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample)
+	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
 	}
@@ -172,7 +170,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		return err
 	}
 	if len(tasks) == 0 {
-		return fmt.Errorf("no task of %d holds up (all quarantined)", len(recs))
+		return noTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.q.Quarantined())
 	}
 	if quarantined == nil {
 		quarantined = []string{}

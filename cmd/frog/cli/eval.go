@@ -309,6 +309,7 @@ func checkConcurrency(n int) int { return min(n, 2*runtime.NumCPU()) }
 // it with the error.
 func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
 	n = checkConcurrency(n)
+	log.Info().Int("tasks", len(recs)).Int("at_once", n).Msg("checking tasks")
 	ptrs := make([]*env.Task, len(recs))
 	for i := range recs {
 		ptrs[i] = &recs[i].Task

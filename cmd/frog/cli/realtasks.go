@@ -129,6 +129,7 @@ func loadStore(flag, path string, log zerolog.Logger) ([]synth.TaskRecord, error
 func requireUsable(ctx context.Context, tenv *taskEnv, flag, path string, recs []synth.TaskRecord, n int, log zerolog.Logger) error {
 	n = checkConcurrency(n)
 	start := time.Now()
+	log.Info().Str("store", path).Int("tasks", len(recs)).Msg("checking the store's tasks until one holds up")
 	for i := 0; i < len(recs); i += n {
 		batch := make([]*env.Task, 0, n)
 		for j := i; j < min(i+n, len(recs)); j++ {

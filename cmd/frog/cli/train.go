@@ -664,6 +664,7 @@ func (t *trainer) baselines(ctx context.Context) {
 func (t *trainer) record(ctx context.Context, kind, name string, update int64, p policy.Policy) {
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, t.o.EvalTries+12
+	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).Int("tasks", len(t.heldout)).Msg("held-out evaluation started")
 	t0 := time.Now()
 	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
 		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})

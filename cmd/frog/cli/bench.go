@@ -100,11 +100,12 @@ func runBench(ctx context.Context, g *globals, o *benchOptions) error {
 		Episodes: o.episodes, Concurrency: o.concurrency, Repeats: o.repeats, Live: o.live, NewDeps: newDeps,
 		Progress: func(what string) { log.Info().Msg(what) },
 	})
+	if ctx.Err() != nil {
+		// A run cut short fails its count: the error is the signal's.
+		return interrupted("the benchmark was cut short; a partial measurement is not reported")
+	}
 	if err != nil {
 		return err
-	}
-	if ctx.Err() != nil {
-		return ErrInterrupted
 	}
 	return printBench(g.stdout, rep, o.json)
 }

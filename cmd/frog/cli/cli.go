@@ -187,7 +187,8 @@ Results go to standard output (a table, or one JSON object with --json); logs
 and the progress bar go to standard error.
 
 Exit codes: 0 success, 1 failure, 2 bad usage, 130 interrupted (after a
-graceful shutdown that records every episode).`,
+graceful shutdown that records every episode; a second SIGINT or SIGTERM ends
+frog at once).`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fmt"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
@@ -23,7 +25,11 @@ type CurriculumRecord struct {
 // episodes and the policy versions they report. At most one request to the
 // synthesizer is in flight, and the pool is refilled only when a plan
 // cannot be served from it: the tasks served then depend only on the order
-// of the scheduler's messages, which keeps seeded runs reproducible.
+// of the scheduler's messages, which keeps seeded runs reproducible. A
+// synthesizer that has no task left (synth.ErrExhausted), or answers
+// maxEmptyAnswers times in a row with none, is asked no more: plans are
+// served with their replays and what the pool holds, and an answer with
+// no task tells the scheduler why (Tasks.RanOut), which ends admission.
 //
 // It completes the learner's checkpoints: a SaveCheckpoint gets the
 // curriculum's snapshot (synth.Snapshotter) and the pool as they are when
@@ -41,9 +47,27 @@ type curriculum struct {
 	waiting     []*waitingPlan
 	outstanding bool
 	lastReq     synth.Request
-	failures    int
-	version     int64
-	records     int64
+	// empty counts the synthesizer's answers in a row that brought no
+	// task; dry, once set, says why it is asked no more.
+	empty   int
+	dry     string
+	version int64
+	records int64
+}
+
+// maxEmptyAnswers is how many answers in a row without a task the
+// synthesizer may give (failures, or a source with nothing to give)
+// before the curriculum stops asking it: asking again at once would
+// spin.
+const maxEmptyAnswers = 3
+
+// ranOut stops asking the synthesizer: requests are answered from the
+// pool and the plans' replays, and an answer with no task says why.
+func (c *curriculum) ranOut(reason string) {
+	if c.dry == "" {
+		c.dry = reason
+		c.log.Error().Str("reason", reason).Int("pool", len(c.pool)).Msg("no more tasks from the task source: serving replays and the pool only")
+	}
 }
 
 // waitingPlan is a request of the scheduler and, once made, its plan.
@@ -61,24 +85,24 @@ func (c *curriculum) Receive(ctx actor.Context) {
 		c.outstanding = false
 		c.cur.Synthesized(c.lastReq, m.Tasks)
 		if m.Err != nil {
-			c.failures++
 			c.log.Error().Err(m.Err).Int("tasks", len(m.Tasks)).Msg("synthesizer failed")
 		}
 		for i := range m.Tasks {
 			c.pool = append(c.pool, &m.Tasks[i])
 		}
-		if len(m.Tasks) == 0 && m.Err != nil && c.failures >= 3 {
-			// Give the scheduler what there is rather than spin on a broken
-			// source; it stops asking once its budget cannot be met.
-			for _, w := range c.waiting {
-				var replay []*env.Task
-				if w.plan != nil {
-					replay = w.plan.Replay
+		switch {
+		case len(m.Tasks) > 0:
+			c.empty = 0
+		case m.Exhausted:
+			c.ranOut(fmt.Sprintf("the task source has no task left (%v)", m.Err))
+		default:
+			if c.empty++; c.empty >= maxEmptyAnswers {
+				reason := fmt.Sprintf("the task source gave no task %d times in a row", c.empty)
+				if m.Err != nil {
+					reason += fmt.Sprintf(" (last: %v)", m.Err)
 				}
-				ctx.Send(w.req.ReplyTo, &Tasks{Tasks: replay})
+				c.ranOut(reason)
 			}
-			c.waiting = nil
-			return
 		}
 		c.serve(ctx)
 	case *Outcome:
@@ -150,16 +174,24 @@ func (c *curriculum) serve(ctx actor.Context) {
 			p := c.cur.Plan(w.req.N)
 			w.plan = &p
 		}
-		if len(c.pool) < w.plan.Fresh {
-			break
+		n := w.plan.Fresh
+		if len(c.pool) < n {
+			if c.dry == "" {
+				break
+			}
+			n = len(c.pool) // what there is
 		}
 		c.waiting = c.waiting[1:]
-		fresh := make([]*env.Task, w.plan.Fresh)
+		fresh := make([]*env.Task, n)
 		copy(fresh, c.pool)
-		c.pool = c.pool[w.plan.Fresh:]
+		c.pool = c.pool[n:]
 		c.cur.Admit(fresh)
 		out := append(append(make([]*env.Task, 0, w.req.N), w.plan.Replay...), fresh...)
-		ctx.Send(w.req.ReplyTo, &Tasks{Tasks: out})
+		res := &Tasks{Tasks: out}
+		if len(out) == 0 {
+			res.RanOut = c.dry
+		}
+		ctx.Send(w.req.ReplyTo, res)
 	}
 	if len(c.waiting) > 0 && !c.outstanding {
 		need := -len(c.pool)

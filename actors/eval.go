@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -120,6 +119,10 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	tasks := make([]env.Task, len(cfg.Tasks))
 	for i := range cfg.Tasks {
 		tasks[i] = cfg.Tasks[i].Task
+		if byID[tasks[i].ID] != nil {
+			// It would be played, and counted, twice.
+			return EvalReport{}, fmt.Errorf("evaluate: task %s is listed twice", tasks[i].ID)
+		}
 		byID[tasks[i].ID] = &cfg.Tasks[i]
 	}
 	run := cfg.Run
@@ -127,7 +130,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	// The policy is frozen: no staleness bound should throttle admission
 	// (with one group per update and the default bound, no more than five
 	// groups would run at once, whatever the concurrency).
-	run.GroupSize, run.GroupsPerUpdate, run.MaxStaleness = cfg.Samples, 1, math.MaxInt32
+	run.GroupSize, run.GroupsPerUpdate, run.MaxStaleness = cfg.Samples, 1, MaxStaleness
 	var mu sync.Mutex
 	var results []EpisodeResult
 	also := deps.OnEpisode
@@ -240,7 +243,7 @@ func (s *listSource) Tasks(_ context.Context, n int, _ float64) ([]env.Task, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next >= len(s.tasks) {
-		return nil, fmt.Errorf("evaluate: all %d tasks served", len(s.tasks))
+		return nil, fmt.Errorf("evaluate: all %d tasks served: %w", len(s.tasks), synth.ErrExhausted)
 	}
 	end := min(s.next+n, len(s.tasks))
 	out := slices.Clone(s.tasks[s.next:end])

@@ -39,9 +39,12 @@ type NextTasks struct {
 	ReplyTo *actor.PID
 }
 
-// Tasks answers NextTasks.
+// Tasks answers NextTasks. RanOut, set only when Tasks is empty, says why
+// no task will come: the task source has none left (or failed every time
+// it was asked), and nothing is there to replay.
 type Tasks struct {
-	Tasks []*env.Task
+	Tasks  []*env.Task
+	RanOut string
 }
 
 // SynthRequest asks the synthesizer for K tasks near Difficulty, or, when
@@ -58,10 +61,12 @@ type SynthRequest struct {
 }
 
 // SynthTasks answers SynthRequest. Err is set when the source failed; Tasks
-// may still hold what it made.
+// may still hold what it made. Exhausted says the source has no task left
+// (synth.ErrExhausted): asking again would give nothing.
 type SynthTasks struct {
-	Tasks []env.Task
-	Err   error
+	Tasks     []env.Task
+	Err       error
+	Exhausted bool
 }
 
 // ActRequest asks the policy server for an episode's next action (episode's

@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 func TestGroupsLeft(t *testing.T) {
@@ -133,5 +137,121 @@ func TestCancelledRunWaitsWithoutSpinning(t *testing.T) {
 	}
 	if cpu > wall/2 {
 		t.Errorf("the shutdown used %v of CPU in %v: Run spins while it waits", cpu, wall)
+	}
+}
+
+// drySource serves up to limit tasks from src, then answers as dry says:
+// "empty" (no task, no error), "exhausted" (synth.ErrExhausted), "failing"
+// (another error) or "blocking" (no answer until its context ends). It
+// counts the requests it was asked.
+type drySource struct {
+	src   synth.Source
+	limit int
+	dry   string
+	mu    sync.Mutex
+	given int
+	calls atomic.Int64
+}
+
+func (s *drySource) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	n = min(n, s.limit-s.given)
+	s.given += n
+	s.mu.Unlock()
+	if n > 0 {
+		return s.src.Tasks(ctx, n, d)
+	}
+	switch s.dry {
+	case "exhausted":
+		return nil, fmt.Errorf("store: %w", synth.ErrExhausted)
+	case "failing":
+		return nil, errors.New("sandbox: no space left on device")
+	case "blocking":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, nil
+}
+
+// A source with nothing (more) to give ends the run with ErrNoTasks, the
+// episodes it gave recorded: no actor asks again and again (a store whose
+// every task was quarantined once spun the synthesizer through 16 million
+// goroutines, and the run ignored every signal).
+func TestRunEndsWhenTasksRunOut(t *testing.T) {
+	for _, tc := range []struct {
+		dry   string
+		limit int
+	}{
+		{"empty", 0}, {"exhausted", 0}, {"failing", 0},
+		{"empty", 5}, {"exhausted", 5}, {"failing", 5},
+	} {
+		t.Run(fmt.Sprintf("%s after %d", tc.dry, tc.limit), func(t *testing.T) {
+			deps, _, _ := simDeps(t, simSetup{seed: 5, timeScale: 0})
+			src := &drySource{src: deps.Source, limit: tc.limit, dry: tc.dry}
+			deps.Source = src
+			cfg := testConfig(1000, 8)
+			cfg.GroupSize, cfg.TaskRefill = 2, 1
+			sum, err := runWithin(t, time.Minute, context.Background(), cfg, deps)
+			if !errors.Is(err, ErrNoTasks) {
+				t.Fatalf("Run: %v; want ErrNoTasks", err)
+			}
+			checkAccounting(t, sum, int64(2*tc.limit))
+			if sum.Scheduler.TasksRanOut == "" {
+				t.Error("the summary does not say why the tasks ran out")
+			}
+			// A few asks after the last task, not a loop.
+			if n := src.calls.Load(); n > int64(tc.limit)+maxEmptyAnswers+1 {
+				t.Errorf("the source was asked %d times for %d tasks", n, tc.limit)
+			}
+		})
+	}
+}
+
+// A cancelled run ends even while a request for tasks is on its way that
+// the source never answers.
+func TestCancelledRunDoesNotWaitForTasks(t *testing.T) {
+	deps, _, _ := simDeps(t, simSetup{seed: 6, timeScale: 0})
+	src := &drySource{src: deps.Source, limit: 0, dry: "blocking"}
+	deps.Source = src
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for src.calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	sum, err := runWithin(t, time.Minute, ctx, testConfig(100, 8), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, sum, 0)
+}
+
+// Sizes so large that a count would overflow are refused, naming the flag.
+func TestConfigRefusesAbsurdSizes(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Config)
+		flag string
+	}{
+		{func(c *Config) { c.Concurrency = math.MaxInt }, "--concurrency"},
+		{func(c *Config) { c.GroupSize = math.MaxInt }, "--group-size"},
+		{func(c *Config) { c.GroupsPerUpdate = math.MaxInt }, "--groups-per-update"},
+		{func(c *Config) { c.MaxStaleness = math.MaxInt }, "--max-staleness"},
+		{func(c *Config) { c.MaxAttempts = math.MaxInt }, "--max-retries"},
+		{func(c *Config) { c.MaxSteps = math.MaxInt }, "--max-steps"},
+		{func(c *Config) { c.MaxTries = math.MaxInt }, "--tries"},
+		{func(c *Config) { c.MaxBatch = math.MaxInt }, "--max-batch"},
+		{func(c *Config) { c.InferenceWorkers = math.MaxInt }, "--inference-workers"},
+		{func(c *Config) { c.TaskRefill = math.MaxInt }, "--task-refill"},
+		{func(c *Config) { c.CheckpointEvery = -1 }, "--checkpoint-every"},
+	} {
+		c := DefaultConfig()
+		tc.set(&c)
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.flag+" ") {
+			t.Errorf("%s: Validate() = %v; want an error naming %s", tc.flag, err, tc.flag)
+		}
 	}
 }

@@ -100,6 +100,11 @@ type scheduler struct {
 	outstanding   bool // a NextTasks is in flight
 	draining      bool // no more admission
 	finished      bool
+	// starved says the curriculum's last answer held no task: it is asked
+	// again after the next outcome, not at once. ranOut, once set, says
+	// why no task will come: admission ends when the queue is admitted.
+	starved bool
+	ranOut  string
 
 	peakRunning int
 	gateWaits   int64 // times admission waited on the staleness bound
@@ -126,6 +131,10 @@ type SchedulerStats struct {
 	StalenessWaits  int64 `json:"staleness_waits"`
 	Groups          int64 `json:"groups"`
 	GroupsPerUpdate int   `json:"groups_per_update"`
+	// TasksRanOut, when set, says why admission ended before the budget
+	// was spent: the task source had no task left (Run returns
+	// ErrNoTasks).
+	TasksRanOut string `json:"tasks_ran_out,omitempty"`
 }
 
 func (s *scheduler) Receive(ctx actor.Context) {
@@ -135,6 +144,17 @@ func (s *scheduler) Receive(ctx actor.Context) {
 		s.pump(ctx)
 	case *Tasks:
 		s.outstanding = false
+		switch {
+		case len(m.Tasks) > 0:
+			s.starved = false
+		case m.RanOut != "":
+			s.runOut(m.RanOut)
+		case len(s.byID) == 0 && s.qhead == len(s.queue):
+			// No outcome is on its way that could change the plan.
+			s.runOut("the curriculum planned no task")
+		default:
+			s.starved = true
+		}
 		s.plan(m.Tasks)
 		s.pump(ctx)
 	case *Outcome:
@@ -166,7 +186,17 @@ func (s *scheduler) Receive(ctx actor.Context) {
 			s.childrenGone = nil
 		}
 	case *GetStats:
-		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned, GroupsPerUpdate: s.cfg.groupsPerUpdate})
+		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned,
+			GroupsPerUpdate: s.cfg.groupsPerUpdate, TasksRanOut: s.ranOut})
+	}
+}
+
+// runOut ends admission for want of tasks: what is queued is still
+// admitted, and the run ends when the last episode is recorded.
+func (s *scheduler) runOut(reason string) {
+	if s.ranOut == "" {
+		s.ranOut = reason
+		s.log.Error().Str("reason", reason).Int64("planned", s.planned).Msg("no more tasks: the run ends when the running episodes are recorded")
 	}
 }
 
@@ -209,7 +239,7 @@ func (s *scheduler) gateHeadroom() int64 {
 }
 
 func (s *scheduler) budgetLeft() bool {
-	return !s.draining && (s.cfg.episodes == 0 || s.planned < s.cfg.episodes)
+	return !s.draining && s.ranOut == "" && (s.cfg.episodes == 0 || s.planned < s.cfg.episodes)
 }
 
 // pump admits what it may and asks for tasks when it needs them.
@@ -223,12 +253,11 @@ func (s *scheduler) pump(ctx actor.Context) {
 	if s.qhead == len(s.queue) {
 		s.queue, s.qhead = s.queue[:0], 0
 	}
-	if free := s.cfg.concurrency - len(s.byID) - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding {
+	if free := s.cfg.concurrency - len(s.byID) - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding && !s.starved {
 		if head := s.gateHeadroom(); head <= 0 {
 			s.gateWaits++
 		} else {
-			n := (free + s.cfg.groupSize - 1) / s.cfg.groupSize
-			n = int(min(int64(n), head))
+			n := int(min(groupsLeft(int64(free), s.cfg.groupSize), head))
 			if s.cfg.episodes > 0 {
 				n = int(min(int64(n), groupsLeft(s.cfg.episodes-s.planned, s.cfg.groupSize)))
 			}
@@ -236,7 +265,10 @@ func (s *scheduler) pump(ctx actor.Context) {
 			ctx.Send(s.curriculum, &NextTasks{N: n, ReplyTo: ctx.Self()})
 		}
 	}
-	if len(s.byID) == 0 && s.qhead == len(s.queue) && !s.outstanding && !s.budgetLeft() && !s.finished && !s.pumpLater {
+	// A request on its way is not waited for once admission has ended: its
+	// answer would be planned for nothing, and a source that never answers
+	// must not hold the run open.
+	if len(s.byID) == 0 && s.qhead == len(s.queue) && (!s.outstanding || s.draining) && !s.budgetLeft() && !s.finished && !s.pumpLater {
 		s.finished = true
 		close(s.done)
 	}
@@ -279,6 +311,7 @@ func (s *scheduler) record(ctx actor.Context, o *Outcome) {
 	if o.Kind == Completed {
 		ctx.Send(s.curriculum, o)
 	}
+	s.starved = false
 	s.pump(ctx)
 }
 

@@ -131,6 +131,7 @@ func (s *synthesizer) launch(ctx actor.Context, m *SynthRequest) {
 			tasks = append(tasks, more...)
 		}
 		err = errors.Join(cerr, err)
-		root.Send(self, &synthFinished{req: m, res: &SynthTasks{Tasks: tasks, Err: err}, compounds: compounds})
+		res := &SynthTasks{Tasks: tasks, Err: err, Exhausted: errors.Is(err, synth.ErrExhausted)}
+		root.Send(self, &synthFinished{req: m, res: res, compounds: compounds})
 	}()
 }

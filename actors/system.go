@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -102,6 +103,22 @@ func DefaultConfig() Config {
 	}
 }
 
+// Bounds of a Config's sizes. Beyond them a run's counts would overflow, or
+// its queues and batches grow past any machine's memory: a size that large
+// is a mistake, refused before anything starts rather than a run that
+// never ends.
+const (
+	MaxConcurrency = 1 << 20 // episodes at once
+	MaxGroupSize   = 1 << 16 // rollouts of one task
+	MaxSteps       = 1 << 20 // actions of one episode (and tries)
+	MaxBatch       = 1 << 20 // groups of one update, requests of one inference batch
+	MaxWorkers     = 1 << 16 // synthesizer requests at once
+	MaxRetries     = 1000    // sandboxes an episode may retry in
+	// MaxStaleness is the largest staleness bound: math.MaxInt32 versions,
+	// no bound in practice (an evaluation's frozen policy uses it).
+	MaxStaleness = math.MaxInt32
+)
+
 // Validate reports the first nonsensical field, naming its flag.
 func (c Config) Validate() error {
 	switch {
@@ -111,28 +128,34 @@ func (c Config) Validate() error {
 		return errors.New("--episodes 0 needs a --duration, or the run would never end")
 	case c.Duration < 0:
 		return fmt.Errorf("--duration %v: want >= 0", c.Duration)
-	case c.Concurrency < 1:
-		return fmt.Errorf("--concurrency %d: want >= 1", c.Concurrency)
-	case c.GroupSize < 1:
-		return fmt.Errorf("--group-size %d: want >= 1", c.GroupSize)
-	case c.GroupsPerUpdate < 0:
-		return fmt.Errorf("--groups-per-update %d: want >= 0 (0 picks one)", c.GroupsPerUpdate)
-	case c.MaxStaleness < 0:
-		return fmt.Errorf("--max-staleness %d: want >= 0", c.MaxStaleness)
-	case c.MaxAttempts < 1:
-		return fmt.Errorf("--max-retries %d: want >= 0", c.MaxAttempts-1)
-	case c.MaxSteps < 1:
-		return fmt.Errorf("--max-steps %d: want >= 1", c.MaxSteps)
-	case c.MaxTries < 0:
-		return fmt.Errorf("--tries %d: want >= 0", c.MaxTries)
-	case c.MaxBatch < 1:
-		return fmt.Errorf("--max-batch %d: want >= 1", c.MaxBatch)
+	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
+		return fmt.Errorf("--concurrency %d: want 1 to %d", c.Concurrency, MaxConcurrency)
+	case c.GroupSize < 1 || c.GroupSize > MaxGroupSize:
+		return fmt.Errorf("--group-size %d: want 1 to %d", c.GroupSize, MaxGroupSize)
+	case c.GroupsPerUpdate < 0 || c.GroupsPerUpdate > MaxBatch:
+		return fmt.Errorf("--groups-per-update %d: want 0 to %d (0 picks one)", c.GroupsPerUpdate, MaxBatch)
+	case c.MaxStaleness < 0 || c.MaxStaleness > MaxStaleness:
+		return fmt.Errorf("--max-staleness %d: want 0 to %d", c.MaxStaleness, MaxStaleness)
+	case c.MaxAttempts < 1 || c.MaxAttempts > MaxRetries+1:
+		return fmt.Errorf("--max-retries %d: want 0 to %d", c.MaxAttempts-1, MaxRetries)
+	case c.MaxSteps < 1 || c.MaxSteps > MaxSteps:
+		return fmt.Errorf("--max-steps %d: want 1 to %d", c.MaxSteps, MaxSteps)
+	case c.MaxTries < 0 || c.MaxTries > MaxSteps:
+		return fmt.Errorf("--tries %d: want 0 to %d", c.MaxTries, MaxSteps)
+	case c.MaxBatch < 1 || c.MaxBatch > MaxBatch:
+		return fmt.Errorf("--max-batch %d: want 1 to %d", c.MaxBatch, MaxBatch)
 	case c.MaxWait < 0:
 		return fmt.Errorf("--max-wait %v: want >= 0", c.MaxWait)
-	case c.InferenceWorkers < 1:
-		return fmt.Errorf("--inference-workers %d: want >= 1", c.InferenceWorkers)
+	case c.InferenceWorkers < 1 || c.InferenceWorkers > MaxConcurrency:
+		return fmt.Errorf("--inference-workers %d: want 1 to %d", c.InferenceWorkers, MaxConcurrency)
+	case c.SynthWorkers < 0 || c.SynthWorkers > MaxWorkers:
+		return fmt.Errorf("--synth-workers %d: want 1 to %d", c.SynthWorkers, MaxWorkers)
+	case c.TaskRefill < 0 || c.TaskRefill > MaxBatch:
+		return fmt.Errorf("--task-refill %d: want 1 to %d", c.TaskRefill, MaxBatch)
 	case c.MaxUpdateFailures < 0:
 		return fmt.Errorf("--max-update-failures %d: want >= 0 (0: never end the run)", c.MaxUpdateFailures)
+	case c.CheckpointEvery < 0:
+		return fmt.Errorf("--checkpoint-every %d: want >= 0 (0: only at the end)", c.CheckpointEvery)
 	case !(c.TryCost >= 0 && c.TryCost < 1):
 		return fmt.Errorf("--try-cost %v: want a share in [0, 1)", c.TryCost)
 	}
@@ -332,6 +355,12 @@ var ErrLearner = errors.New("learner failed")
 // train on with nothing to resume from.
 var ErrCheckpoint = errors.New("checkpoint not saved")
 
+// ErrNoTasks is returned (with the summary) when admission ended before the
+// budget was spent because no task was left to play: the task source had
+// none left, or failed every time it was asked (SchedulerStats.TasksRanOut
+// says which).
+var ErrNoTasks = errors.New("no task left to play")
+
 // Run runs the actor system until the episode budget is spent, the duration
 // has passed or ctx is cancelled, and returns what happened. Cancelling ctx
 // is a graceful shutdown: admission stops, every running episode is
@@ -498,6 +527,9 @@ wait:
 	}
 	if sum.Learner.CheckpointError != "" {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrCheckpoint, sum.Learner.CheckpointError))
+	}
+	if r := sum.Scheduler.TasksRanOut; r != "" {
+		errs = append(errs, fmt.Errorf("%w after %d episodes: %s", ErrNoTasks, counters.Admitted.Load(), r))
 	}
 	if !e.Accounted {
 		errs = append(errs, fmt.Errorf("%w: admitted %d, completed %d, failed_infra %d, cancelled %d",

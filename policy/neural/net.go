@@ -43,9 +43,13 @@ func (d Dims) layout() layout {
 	return l
 }
 
+// MaxHidden bounds a hidden layer's units: 8192 × 8192 weights are 256 MiB
+// of float32, and a size near math.MaxInt overflows the parameter count.
+const MaxHidden = 8192
+
 func (d Dims) valid() error {
-	if d.F < 1 || d.H1 < 1 || d.H2 < 1 {
-		return fmt.Errorf("network dims %+v: want every size >= 1", d)
+	if d.F < 1 || d.H1 < 1 || d.H2 < 1 || d.F > MaxHidden || d.H1 > MaxHidden || d.H2 > MaxHidden {
+		return fmt.Errorf("network dims %+v: want every size 1 to %d", d, MaxHidden)
 	}
 	return nil
 }

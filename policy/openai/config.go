@@ -122,6 +122,16 @@ func LoadConfig(path string, base Config) (Config, error) {
 	return base, nil
 }
 
+// Bounds of a Config's sizes: beyond them a count computed from one
+// overflows.
+const (
+	maxTurns    = 1 << 16
+	maxInflight = 1 << 16
+	// MaxContextBudget is the largest --context-budget, in tokens (4 GiB
+	// of request at 4 bytes a token).
+	MaxContextBudget = 1 << 30
+)
+
 // Validate reports the first nonsensical field, named as its flag.
 func (c Config) Validate() error {
 	if len(c.BaseURLs) == 0 {
@@ -142,18 +152,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--top-p %g: want in (0, 1]", c.TopP)
 	case c.MaxTokens < 0:
 		return fmt.Errorf("--max-tokens %d: want >= 0", c.MaxTokens)
-	case c.MaxTurns < 1:
-		return fmt.Errorf("--max-turns %d: want >= 1", c.MaxTurns)
+	case c.MaxTurns < 1 || c.MaxTurns > maxTurns:
+		return fmt.Errorf("--max-turns %d: want 1 to %d", c.MaxTurns, maxTurns)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("--request-timeout %v: want > 0", c.RequestTimeout)
 	case c.MaxRetries < 0:
 		return fmt.Errorf("--max-retries %d: want >= 0", c.MaxRetries)
 	case c.RetryBase <= 0 || c.RetryMax < c.RetryBase:
 		return fmt.Errorf("retry backoff %v to %v: want 0 < base <= max", c.RetryBase, c.RetryMax)
-	case c.MaxInflight < 1:
-		return fmt.Errorf("--max-inflight %d: want >= 1", c.MaxInflight)
-	case c.ContextBudget < 0:
-		return fmt.Errorf("--context-budget %d: want >= 0", c.ContextBudget)
+	case c.MaxInflight < 1 || c.MaxInflight > maxInflight:
+		return fmt.Errorf("--max-inflight %d: want 1 to %d", c.MaxInflight, maxInflight)
+	case c.ContextBudget < 0 || c.ContextBudget > MaxContextBudget:
+		return fmt.Errorf("--context-budget %d: want 0 to %d", c.ContextBudget, MaxContextBudget)
 	case len(c.Tools) == 0:
 		return errors.New("--tools: expose at least submit")
 	}

@@ -17,7 +17,8 @@ import (
 // Record is one episode as the export writes it: a JSON line of a shard.
 // Messages are the conversation in the chat-completions format (system,
 // user, assistant with tool_calls, tool results), whole: the export elides
-// nothing. Reward and Advantage are null unless the episode completed;
+// nothing the model said or was shown, but for the task's message, which
+// it records as the requests sent it (cut to the context budget). Reward and Advantage are null unless the episode completed;
 // Advantage is GRPO's (r − mean)/(std + ε) over the completed episodes of
 // its group. docs/llm.md has the schema and how trainers read it.
 type Record struct {
@@ -103,10 +104,12 @@ func (p *Policy) ToolDefs() []ToolDef {
 	return out
 }
 
-// Messages is an episode's whole conversation as the model had it (results
-// unelided), ending with the last action's result.
+// Messages is an episode's whole conversation as the model had it: its
+// task's message as every request sent it (cut to a quarter of the context
+// budget), then every answer and result whole (unelided), ending with the
+// last action's result.
 func (p *Policy) Messages(task env.TaskView, traj *env.Trajectory) ([]Message, error) {
-	system, prompt, err := p.prompts.render(PromptData{Task: task, Tools: p.cfg.Tools, MaxTurns: p.cfg.MaxTurns})
+	system, prompt, _, err := p.prompts.taskMessage(PromptData{Task: task, Tools: p.cfg.Tools, MaxTurns: p.cfg.MaxTurns}, p.budget(0))
 	if err != nil {
 		return nil, err
 	}

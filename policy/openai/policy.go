@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,9 +34,13 @@ type Policy struct {
 	http    *http.Client
 
 	versions *versionFile
+	// fixed bounds the bytes of a request that are not its messages: the
+	// tools offered and the parameters.
+	fixed int
 
 	calls, mistakes, contextErrors, infra atomic.Int64
 	promptTokens, completionTokens        atomic.Int64
+	elided, elidedBytes                   atomic.Int64
 }
 
 var _ policy.Policy = (*Policy)(nil)
@@ -67,7 +72,27 @@ func New(cfg Config) (*Policy, error) {
 			Name: name, Description: sdk.String(spec.desc), Parameters: shared.FunctionParameters(spec.params),
 		}))
 	}
+	tools, err := json.Marshal(p.tools)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	p.fixed = len(tools) + jsonLen(cfg.Model) + requestFields
 	return p, nil
+}
+
+// requestFields bounds the bytes of a request's fields beside its messages,
+// tools and model name: temperature, top_p, max_tokens, logprobs, seed and
+// the JSON around them.
+const requestFields = 256
+
+// budget is the bytes a request's messages may hold: the context budget
+// (4 bytes a token) less what the rest of the request takes, halved after
+// each refusal of the server for length; 0: no budget.
+func (p *Policy) budget(overflows int) int {
+	if p.cfg.ContextBudget == 0 {
+		return 0
+	}
+	return max(4*p.cfg.ContextBudget>>min(overflows, 16)-p.fixed, 1)
 }
 
 // Close lets go of the idle connections to the servers. The policy must
@@ -120,7 +145,7 @@ func (a agent) Act(ctx context.Context, obs env.Observation) (env.Action, error)
 
 // act is one episode's next action.
 func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, error) {
-	system, task, err := p.prompts.render(PromptData{Task: obs.Task, Tools: p.cfg.Tools, MaxTurns: p.cfg.MaxTurns})
+	system, task, cutTask, err := p.prompts.taskMessage(PromptData{Task: obs.Task, Tools: p.cfg.Tools, MaxTurns: p.cfg.MaxTurns}, p.budget(0))
 	if err != nil {
 		return env.Action{}, err
 	}
@@ -132,8 +157,13 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 		p.count(act)
 		return act, nil
 	}
-	budget := 4 * p.cfg.ContextBudget >> min(conv.overflows, 16)
-	elided := conv.elide(budget)
+	elided, elidedBytes := conv.elide(p.budget(conv.overflows))
+	if cutTask > 0 && conv.msgs[1].Content == task {
+		elided++ // the task's message, cut before elide saw it
+	}
+	elidedBytes += cutTask
+	p.elided.Add(int64(elided))
+	p.elidedBytes.Add(int64(elidedBytes))
 	msgs := conv.params()
 	hash := conv.hash()
 	params := sdk.ChatCompletionNewParams{
@@ -265,10 +295,14 @@ type Stats struct {
 	// mistakes (malformed, unknown or missing tool calls, context
 	// overflows); ContextErrors the overflows among them; InfraFaults calls
 	// that failed for good (after retries).
-	Calls            int64         `json:"calls"`
-	Mistakes         int64         `json:"mistakes"`
-	ContextErrors    int64         `json:"context_errors"`
-	InfraFaults      int64         `json:"infra_faults"`
+	Calls         int64 `json:"calls"`
+	Mistakes      int64 `json:"mistakes"`
+	ContextErrors int64 `json:"context_errors"`
+	InfraFaults   int64 `json:"infra_faults"`
+	// Elided is how many messages the context budget cut, summed over the
+	// requests, and ElidedBytes the bytes (of JSON) it took out.
+	Elided           int64         `json:"elided"`
+	ElidedBytes      int64         `json:"elided_bytes"`
 	PromptTokens     int64         `json:"prompt_tokens"`
 	CompletionTokens int64         `json:"completion_tokens"`
 	Servers          []ServerStats `json:"servers"`
@@ -278,6 +312,7 @@ type Stats struct {
 func (p *Policy) Stats() Stats {
 	st := Stats{
 		Calls: p.calls.Load(), Mistakes: p.mistakes.Load(), ContextErrors: p.contextErrors.Load(), InfraFaults: p.infra.Load(),
+		Elided: p.elided.Load(), ElidedBytes: p.elidedBytes.Load(),
 		PromptTokens: p.promptTokens.Load(), CompletionTokens: p.completionTokens.Load(),
 	}
 	for _, s := range p.pool.servers {

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -333,5 +334,75 @@ func TestCheckBeforeAnyEpisode(t *testing.T) {
 	p = newPolicy(t, []string{url}, nil)
 	if err := p.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("unreachable: %v", err)
+	}
+}
+
+// The context budget bounds the whole request, however long the task's
+// statement and the model's answers: a 50 MB statement and answers of
+// 10 MB are cut in the middle, with a note, and counted. (Requests once
+// reached 31 MB, every 10 MB answer sent again each turn, and 52 MB.)
+func TestContextBudgetBoundsTheRequest(t *testing.T) {
+	const budget = 32768 // tokens: the default, 128 KiB of request
+	// Text that JSON escapes: quotes, newlines, tabs, angle brackets.
+	line := "panic: \"index out of range\" <at> calc.go:12\n\tgoroutine 1 [running]:\n"
+	statement := strings.Repeat(line, 50<<20/len(line))
+	answer := strings.Repeat("I think \"the bug\" is <here>.\n", 10<<20/30)
+	var sizes []int
+	var lastRaw []byte
+	srv := openaitest.New(func(r openaitest.Request) openaitest.Reply {
+		sizes = append(sizes, len(r.Raw))
+		lastRaw = r.Raw
+		if r.N >= 3 {
+			return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("submit", "{}")}}
+		}
+		edit, _ := json.Marshal(map[string]string{"path": "calc/calc.go", "new": answer[:5<<20]})
+		return openaitest.Reply{Content: answer, ToolCalls: []openaitest.ToolCall{openaitest.Call("edit", string(edit))}}
+	})
+	defer srv.Close()
+	p := newPolicy(t, []string{srv.BaseURL()}, func(c *openai.Config) { c.ContextBudget = budget })
+	task := env.TaskView{ID: "t", Repo: "example.com/m", Dir: "calc", ProblemStatement: statement, FailToPass: []string{"TestA"}}
+	var hist []env.Step
+	acts := make([]env.Action, 1)
+	for step := 0; step < 8; step++ {
+		obs := env.Observation{Task: task, Step: step, MaxSteps: 10, History: hist}
+		if err := p.Act(context.Background(), []env.Observation{obs}, acts); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		hist = append(hist, env.Step{Action: acts[0], Result: env.StepResult{Output: "ok"}})
+		if acts[0].Tool == env.ToolSubmit {
+			break
+		}
+	}
+	if len(sizes) != 3 {
+		t.Fatalf("%d requests, want 3", len(sizes))
+	}
+	t.Logf("requests of %v bytes; the budget is %d", sizes, 4*budget)
+	for i, n := range sizes {
+		if n > 4*budget {
+			t.Errorf("request %d: %d bytes; want at most %d (the budget of %d tokens at 4 bytes)", i+1, n, 4*budget, budget)
+		}
+	}
+	if !strings.Contains(string(lastRaw), "bytes cut]") {
+		t.Error("the last request has no note of what was cut")
+	}
+	for i, st := range hist[:len(hist)-1] {
+		if st.Action.Turn != nil && !st.Action.Turn.Continues && st.Action.Turn.Elided == 0 {
+			t.Errorf("step %d's turn records no cut", i)
+		}
+	}
+	if st := p.Stats(); st.Elided == 0 || st.ElidedBytes < 50<<20 {
+		t.Errorf("stats count %d messages and %d bytes cut; want the statement's 50 MB and more", st.Elided, st.ElidedBytes)
+	}
+	// The export records the task's message as the requests sent it; the
+	// answers, the model's own actions, whole.
+	msgs, err := p.Messages(task, &env.Trajectory{Steps: hist})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(msgs[1].Content); n > budget {
+		t.Errorf("the export's task message is %d bytes; want it cut as the requests sent it (at most %d)", n, budget)
+	}
+	if msgs[2].Content != answer {
+		t.Error("the export cut an answer of the model")
 	}
 }

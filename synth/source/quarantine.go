@@ -105,8 +105,10 @@ func (q *Quarantine) Quarantined() []Quarantined {
 }
 
 // Source serves src's tasks that hold up; a task that does not is dropped
-// from the answer. A fault while checking ends the answer with the error
-// and the tasks checked so far.
+// from the answer, and from src when src can drop tasks (store.Source),
+// which is then drawn from again rather than answer with nothing. A fault
+// while checking ends the answer with the error and the tasks checked so
+// far.
 // A steerable src gives a steerable source.
 func (q *Quarantine) Source(src synth.Source) synth.Source {
 	if st, ok := src.(synth.Steerable); ok {
@@ -150,34 +152,61 @@ type steeredQuarantined struct {
 }
 
 func (s quarantined) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
-	tasks, err := s.src.Tasks(ctx, n, d)
-	return s.check(ctx, tasks, err)
+	return s.draw(ctx, func() ([]env.Task, error) { return s.src.Tasks(ctx, n, d) })
 }
 
 func (s steeredQuarantined) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
-	tasks, err := s.steer.TasksFor(ctx, n, k)
-	return s.check(ctx, tasks, err)
+	return s.draw(ctx, func() ([]env.Task, error) { return s.steer.TasksFor(ctx, n, k) })
 }
 
-func (s quarantined) check(ctx context.Context, tasks []env.Task, err error) ([]env.Task, error) {
+// dropper is a source that can take tasks out for good (store.Source).
+type dropper interface {
+	Drop(ids ...string) int
+}
+
+// draw serves what next draws, less the tasks that do not hold up. From
+// a source that can drop tasks, those are dropped and, when nothing drawn
+// held up, it draws again: each round drops at least one task, so it ends
+// with a task, or with the source's error once none is left
+// (synth.ErrExhausted), never with an empty answer that asking again
+// would repeat.
+func (s quarantined) draw(ctx context.Context, next func() ([]env.Task, error)) ([]env.Task, error) {
+	d, drops := s.src.(dropper)
+	for {
+		tasks, err := next()
+		kept, bad, err := s.check(ctx, tasks, err)
+		if !drops || len(bad) == 0 {
+			return kept, err
+		}
+		if d.Drop(bad...) == 0 || len(kept) > 0 || err != nil || ctx.Err() != nil {
+			return kept, err
+		}
+	}
+}
+
+// check splits tasks into those that hold up and the ids of those set
+// aside; a fault while checking is joined to err.
+func (s quarantined) check(ctx context.Context, tasks []env.Task, err error) ([]env.Task, []string, error) {
 	ptrs := make([]*env.Task, len(tasks))
 	for i := range tasks {
 		ptrs[i] = &tasks[i]
 	}
 	errs := s.q.CheckAll(ctx, ptrs, 4)
 	kept := tasks[:0]
+	var bad []string
 	var faults []error
 	for i := range tasks {
 		switch cerr := errs[i]; {
 		case cerr == nil:
 			kept = append(kept, tasks[i])
 		case errors.Is(cerr, synth.ErrQuarantined):
+			bad = append(bad, tasks[i].ID)
 		default:
 			faults = append(faults, cerr)
 		}
 	}
 	if len(faults) > 0 {
-		return kept, errors.Join(append([]error{err}, faults...)...)
+		return kept, bad, errors.Join(append([]error{err}, faults...)...)
 	}
-	return kept, err
+	return kept, bad, err
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -20,8 +21,9 @@ import (
 // Either way a draw takes the tasks served least often first, so that a
 // curriculum asking for fresh tasks gets tasks it has not seen while the
 // store has some, and a long run cycles through all of them (a curriculum
-// that wants a task again replays it itself). It is safe for concurrent
-// use.
+// that wants a task again replays it itself). Tasks dropped (Drop: a
+// quarantine set them aside) are never drawn again; once every task is
+// dropped a draw returns synth.ErrExhausted. It is safe for concurrent use.
 type Source struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -55,13 +57,46 @@ func NewSource(recs []synth.TaskRecord, seed uint64) (*Source, error) {
 // Len is the number of tasks in the store.
 func (s *Source) Len() int { return len(s.tasks) }
 
+// Drop takes the tasks of ids out of the store for good (a quarantine
+// found that they do not hold up) and returns how many it held.
+func (s *Source) Drop(ids ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drop := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		drop[id] = true
+	}
+	n := 0
+	for i := range s.tasks {
+		if drop[s.tasks[i].ID] {
+			n++
+			continue
+		}
+		s.tasks[i-n], s.served[i-n] = s.tasks[i], s.served[i]
+	}
+	s.tasks, s.served = s.tasks[:len(s.tasks)-n], s.served[:len(s.served)-n]
+	return n
+}
+
+// exhausted is the error of a draw of n tasks from a store with no task
+// left. s.mu is held.
+func (s *Source) exhausted(n int) error {
+	if n > 0 && len(s.tasks) == 0 {
+		return fmt.Errorf("task store: every task was set aside: %w", synth.ErrExhausted)
+	}
+	return nil
+}
+
 // Tasks draws n tasks near difficulty.
 func (s *Source) Tasks(ctx context.Context, n int, difficulty float64) ([]env.Task, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil || n <= 0 {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.exhausted(n); err != nil {
+		return nil, err
+	}
 	// The window: the k tasks nearest difficulty, a contiguous run of the
 	// sorted slice.
 	k := min(len(s.tasks), max(n, len(s.tasks)/10, 1))
@@ -115,11 +150,14 @@ func (s *Source) leastServed(n int, cand func(c int) (i, rank int)) int {
 // answered with an unseen task of the nearest bin before a seen one of
 // the bin itself.
 func (s *Source) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil || n <= 0 {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.exhausted(n); err != nil {
+		return nil, err
+	}
 	misses := make([]int, len(s.tasks))
 	for i := range s.tasks {
 		misses[i] = k.Misses(synth.BinOf(&s.tasks[i]))

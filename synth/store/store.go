@@ -189,6 +189,37 @@ func Read(r io.Reader) ([]synth.TaskRecord, error) {
 	}
 }
 
+// Dedup returns recs with each instance_id once, the first record of an
+// id kept, and the ids that were repeated, once each. A store that holds
+// one task twice (two stores concatenated, a run appended twice) would
+// have it played, and counted, twice. Records that repeat an id with other
+// content are an error: which of them a run played, and which one its
+// caches and verdicts are of, would be a guess.
+func Dedup(recs []synth.TaskRecord) ([]synth.TaskRecord, []string, error) {
+	first := make(map[string]int, len(recs))
+	repeated := map[string]bool{}
+	out := recs[:0:0]
+	var dups []string
+	for i := range recs {
+		j, seen := first[recs[i].ID]
+		if !seen {
+			first[recs[i].ID] = i
+			out = append(out, recs[i])
+			continue
+		}
+		a, errA := json.Marshal(recs[j])
+		b, errB := json.Marshal(recs[i])
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			return nil, nil, fmt.Errorf("task %s: records %d and %d have this instance_id and differ: %w", recs[i].ID, j+1, i+1, ErrMalformed)
+		}
+		if !repeated[recs[i].ID] {
+			repeated[recs[i].ID] = true
+			dups = append(dups, recs[i].ID)
+		}
+	}
+	return out, dups, nil
+}
+
 // Load reads the JSONL file at path. An error about a line names it as
 // path:line.
 func Load(path string) ([]synth.TaskRecord, error) {

@@ -366,3 +366,66 @@ func TestMarkServedTasksComeLast(t *testing.T) {
 		t.Errorf("the first 7 draws of 10 tasks, 3 of them marked served (-got +want):\n%s", diff)
 	}
 }
+
+// A dropped task is never drawn again; once every task is dropped a draw
+// says the store is exhausted instead of answering with nothing.
+func TestSourceDropsTasks(t *testing.T) {
+	var recs []synth.TaskRecord
+	for i := range 10 {
+		recs = append(recs, sample(fmt.Sprint(i)))
+	}
+	src, err := NewSource(recs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := src.Drop("0", "1", "2", "nosuch"); n != 3 {
+		t.Errorf("Drop of 3 held ids and one other = %d, want 3", n)
+	}
+	for range 20 {
+		got, err := src.Tasks(context.Background(), 3, 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got2, err := src.TasksFor(context.Background(), 3, synth.Knobs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range append(got, got2...) {
+			if tk.ID == "0" || tk.ID == "1" || tk.ID == "2" {
+				t.Fatalf("drew dropped task %s", tk.ID)
+			}
+		}
+	}
+	src.Drop("3", "4", "5", "6", "7", "8", "9")
+	if got, err := src.Tasks(context.Background(), 2, 0.5); !errors.Is(err, synth.ErrExhausted) || len(got) != 0 {
+		t.Errorf("Tasks from a store with every task dropped = %d tasks, %v; want synth.ErrExhausted", len(got), err)
+	}
+	if _, err := src.TasksFor(context.Background(), 2, synth.Knobs{}); !errors.Is(err, synth.ErrExhausted) {
+		t.Errorf("TasksFor from a store with every task dropped: %v; want synth.ErrExhausted", err)
+	}
+}
+
+// A store that holds a task twice gives it once, naming it; two different
+// records under one id are refused.
+func TestDedup(t *testing.T) {
+	a, b, c := sample("a"), sample("b"), sample("c")
+	got, dups, err := Dedup([]synth.TaskRecord{a, b, a, c, b, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	if diff := cmp.Diff(ids, []string{"a", "b", "c"}); diff != "" {
+		t.Errorf("kept (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(dups, []string{"a", "b"}); diff != "" {
+		t.Errorf("repeated (-got +want):\n%s", diff)
+	}
+	other := sample("a")
+	other.ProblemStatement = "another statement"
+	if _, _, err := Dedup([]synth.TaskRecord{a, b, other}); err == nil || !strings.Contains(err.Error(), "records 1 and 3") {
+		t.Errorf("Dedup of two different records of id a: %v; want an error naming records 1 and 3", err)
+	}
+}

@@ -75,6 +75,35 @@ func (v *Validator) copyModule(ctx context.Context) error {
 	return nil
 }
 
+// findRoot learns, once, the module's directory in the sandbox as the go
+// command sees it: test output (panic traces, a test's own stack dumps)
+// names files by absolute paths under it, a temporary directory of the
+// validating sandbox that an agent's workspace does not have.
+func (v *Validator) findRoot(ctx context.Context) {
+	if v.root != "" {
+		return
+	}
+	r, err := v.goCmd(ctx, "env", "GOMOD")
+	if err != nil || r.exit != 0 {
+		v.log.Debug().Err(err).Int("exit", r.exit).Msg("go env GOMOD failed: failure output keeps absolute paths")
+		return
+	}
+	out := strings.TrimSpace(string(r.out))
+	if gomod := out[strings.LastIndexByte(out, '\n')+1:]; path.IsAbs(gomod) && path.Base(gomod) == "go.mod" {
+		v.root = path.Dir(gomod) + "/"
+	}
+}
+
+// relPaths names the files of test output under the module's directory
+// relative to the module, as a problem statement should: what the agent's
+// workspace holds at those paths.
+func (v *Validator) relPaths(out string) string {
+	if v.root == "" || v.root == "/" {
+		return out
+	}
+	return strings.ReplaceAll(out, v.root, "")
+}
+
 // path is the workspace path of module-relative p.
 func (v *Validator) path(p string) string {
 	if v.cfg.Workdir == "" {

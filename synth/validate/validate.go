@@ -153,6 +153,10 @@ type Validator struct {
 	log zerolog.Logger
 
 	copied bool
+	// root is the module's directory in the sandbox as the go command sees
+	// it, with a trailing slash: the prefix of the file paths in test
+	// output ("" until known, or when it could not be).
+	root string
 }
 
 // New returns a Validator for the module rooted at dir that runs in sb.
@@ -224,6 +228,7 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 	if err := v.copyModule(ctx); err != nil {
 		return nil, err
 	}
+	v.findRoot(ctx)
 	src, err := parsePackage(v.dir, rel)
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", rel, err)
@@ -726,7 +731,7 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	}
 	r.FailureOutput = map[string]string{}
 	for t, out := range second.output {
-		r.FailureOutput[t] = sc.mapOutput(i+1, out)
+		r.FailureOutput[t] = b.v.relPaths(sc.mapOutput(i+1, out))
 	}
 	if !b.v.cfg.Dedup.first(f2pKey(b.ms[i].Func, r.FailToPass)) {
 		b.finish(i, Duplicate, "same function and FAIL_TO_PASS set")

@@ -45,17 +45,15 @@ Timings on a shared machine drift: compare the ratio, not absolute figures.`,
   frog bench --episodes 50000 --concurrency 1000 --live 1000`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
-			switch {
-			case o.episodes < 1:
+			if o.episodes < 1 {
 				return usagef("--episodes %d: want >= 1", o.episodes)
-			case o.concurrency < 1:
-				return usagef("--concurrency %d: want >= 1", o.concurrency)
-			case o.repeats < 1:
-				return usagef("--repeats %d: want >= 1", o.repeats)
+			}
+			if err := firstErr(inRange("--concurrency", o.concurrency, 1, actors.MaxConcurrency), inRange("--repeats", o.repeats, 1, 1000)); err != nil {
+				return err
 			}
 			for _, n := range o.live {
-				if n < 1 {
-					return usagef("--live %d: want >= 1", n)
+				if err := inRange("--live", n, 1, actors.MaxConcurrency); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -102,11 +100,12 @@ func runBench(ctx context.Context, g *globals, o *benchOptions) error {
 		Episodes: o.episodes, Concurrency: o.concurrency, Repeats: o.repeats, Live: o.live, NewDeps: newDeps,
 		Progress: func(what string) { log.Info().Msg(what) },
 	})
+	if ctx.Err() != nil {
+		// A run cut short fails its count: the error is the signal's.
+		return interrupted("the benchmark was cut short; a partial measurement is not reported")
+	}
 	if err != nil {
 		return err
-	}
-	if ctx.Err() != nil {
-		return ErrInterrupted
 	}
 	return printBench(g.stdout, rep, o.json)
 }

@@ -59,7 +59,9 @@ frog's alone; with --tasks it is frog rollout itself, in real sandboxes
 			case o.Latency < 0:
 				return usagef("--latency %v: want >= 0", o.Latency)
 			}
-			return nil
+			return firstErr(inRange("--episodes", o.Episodes, 1, 1<<30), inRange("--concurrency", o.Concurrency, 1, actors.MaxConcurrency),
+				inRange("--max-inflight", o.MaxInflight, 1, actors.MaxConcurrency), inRange("--turns", o.Turns, 1, actors.MaxSteps),
+				inRange("--group-size", o.GroupSize, 1, actors.MaxGroupSize))
 		},
 		RunE: func(c *cobra.Command, _ []string) error { return runBenchLLM(c.Context(), g, o) },
 	}

@@ -91,6 +91,10 @@ later-check or later-run: go tool pprof -tagfocus=phase=first reads one.`,
 			case o.limit < 1 || o.perTask < 0 || o.groupSize < 1 || o.tries < 1 || o.concurrency < 1 || o.opens < 1:
 				return usagef("--limit, --group-size, --tries, --concurrency and --opens want >= 1, --per-task >= 0")
 			}
+			if err := firstErr(inRange("--limit", o.limit, 1, 1<<20), inRange("--per-task", o.perTask, 0, 1<<20), inRange("--group-size", o.groupSize, 1, actors.MaxGroupSize),
+				inRange("--tries", o.tries, 1, actors.MaxSteps-12), inRange("--concurrency", o.concurrency, 1, actors.MaxConcurrency), inRange("--opens", o.opens, 1, 1<<20)); err != nil {
+				return err
+			}
 			if _, err := evalPolicy(o.policy, 1); err != nil {
 				return &UsageError{Err: fmt.Errorf("--policy: %w", err)}
 			}

@@ -45,9 +45,35 @@ func usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
+// inRange is a usage error naming flag unless lo <= v <= hi. Sizes have an
+// upper bound too: a count near math.MaxInt64 overflows what is computed
+// from it, and no machine runs that much at once.
+func inRange(flag string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("%s %d: want %d to %d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// firstErr is the first error of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrInterrupted is returned when a signal stopped the job; what it had done
 // was recorded and reported first.
 var ErrInterrupted = errors.New("interrupted")
+
+// interrupted is ErrInterrupted with what the signal cut short, for a job
+// stopped before it had anything to report: Main says it.
+func interrupted(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInterrupted}, args...)...)
+}
 
 // ExitCode maps an error returned by Run to the process's exit code.
 func ExitCode(err error) int {
@@ -63,22 +89,27 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
-// Main runs frog with the process's arguments and streams: the first SIGINT
-// or SIGTERM shuts the job down gracefully, a second one, from a second
-// after the first on, kills it. Signals within that second are one request
-// sent twice: timeout(1) sends its signal to the command and then to the
-// command's process group, and the second killed frog before it wrote its
-// summary (CI, under load).
+// Main runs frog with the process's arguments and streams. The first
+// SIGINT or SIGTERM shuts the job down gracefully: what runs is cancelled
+// and recorded, the summary written, exit code 130. A second one ends frog
+// at once, exit code 130, unless it comes within sameRequest of the first:
+// that is one request sent twice (timeout(1) signals the command and then
+// its process group, and under CI's load the second once killed frog before
+// it wrote its summary).
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		time.Sleep(time.Second)
-		stop() // a second signal now terminates the process
-	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go watchSignals(sigs, cancel, time.Now, func(s os.Signal) {
+		fmt.Fprintf(os.Stderr, "frog: %v again: exiting now\n", s)
+		os.Exit(ExitInterrupted)
+	})
 	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil && !errors.Is(err, ErrInterrupted) {
+	signal.Stop(sigs)
+	close(sigs) // no signal is sent on it after Stop
+	// A bare ErrInterrupted follows a report that says so already.
+	if err != nil && err.Error() != ErrInterrupted.Error() {
 		fmt.Fprintf(os.Stderr, "frog: %v\n", err)
 		var u *UsageError
 		if errors.As(err, &u) {
@@ -86,6 +117,27 @@ func Main() int {
 		}
 	}
 	return ExitCode(err)
+}
+
+// sameRequest is how soon after the first a signal is taken as the same
+// request sent twice, not a second one.
+const sameRequest = 250 * time.Millisecond
+
+// watchSignals cancels the job at the first signal of sigs and calls exit
+// at the next one that comes sameRequest or more after it. It returns when
+// sigs is closed.
+func watchSignals(sigs <-chan os.Signal, cancel func(), now func() time.Time, exit func(os.Signal)) {
+	if _, ok := <-sigs; !ok {
+		return
+	}
+	first := now()
+	cancel()
+	for s := range sigs {
+		if now().Sub(first) >= sameRequest {
+			exit(s)
+			return
+		}
+	}
 }
 
 // globals are the flags every command takes.
@@ -135,7 +187,8 @@ Results go to standard output (a table, or one JSON object with --json); logs
 and the progress bar go to standard error.
 
 Exit codes: 0 success, 1 failure, 2 bad usage, 130 interrupted (after a
-graceful shutdown that records every episode).`,
+graceful shutdown that records every episode; a second SIGINT or SIGTERM ends
+frog at once).`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/policy/openai/openaitest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -33,6 +35,39 @@ func TestMain(m *testing.M) {
 					os.Exit(1)
 				}
 			}
+		},
+		// fake-llm FILE [LATENCY] serves a scripted model (test-model)
+		// until killed, its API root written to FILE once it listens: each
+		// answer, after LATENCY (default 100ms), views go.mod, and the
+		// sixth submits.
+		"fake-llm": func() {
+			lat := 100 * time.Millisecond
+			if len(os.Args) > 2 {
+				d, err := time.ParseDuration(os.Args[2])
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				lat = d
+			}
+			srv := openaitest.New(func(r openaitest.Request) openaitest.Reply {
+				turns := 0
+				for _, m := range r.Messages {
+					if m.Role == "assistant" {
+						turns++
+					}
+				}
+				if turns >= 5 {
+					return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("submit", "{}")}}
+				}
+				return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("view", `{"path": "go.mod"}`)}}
+			})
+			srv.Latency = lat
+			if err := writeFileAtomic(os.Args[1], []byte(srv.BaseURL())); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			select {}
 		},
 		"ckpt-load": func() {
 			ck, err := loadCheckpoint(os.Args[1])

@@ -86,7 +86,7 @@ func TestDiagRanks(t *testing.T) {
 	}
 	ctx := context.Background()
 	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel)
-	recs, err := loadTasks("--tasks", in, 0, 0)
+	recs, err := loadTasks("--tasks", in, 0, 0, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/store"
 )
 
 // evalOptions are the flags of `frog eval`.
@@ -101,14 +100,12 @@ func (o *evalOptions) validate() error {
 	switch {
 	case o.Tasks == "":
 		return usagef("--tasks: a task store is required")
-	case o.Tries < 1:
-		return usagef("--tries %d: want >= 1", o.Tries)
-	case o.Samples < 1:
-		return usagef("--samples %d: want >= 1", o.Samples)
-	case o.Concurrency < 1:
-		return usagef("--concurrency %d: want >= 1", o.Concurrency)
 	case o.Limit < 0 || o.Sample < 0:
 		return usagef("--limit and --sample: want >= 0")
+	}
+	if err := firstErr(inRange("--tries", o.Tries, 1, actors.MaxSteps-12), inRange("--samples", o.Samples, 1, actors.MaxGroupSize),
+		inRange("--concurrency", o.Concurrency, 1, actors.MaxConcurrency), inRange("--max-steps", o.MaxSteps, 0, actors.MaxSteps)); err != nil {
+		return err
 	}
 	if err := o.Sandbox.checkCounts(); err != nil {
 		return err
@@ -198,7 +195,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample)
+	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
 	}
@@ -213,7 +210,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		return err
 	}
 	if len(tasks) == 0 {
-		return fmt.Errorf("no task of %d holds up (all quarantined)", len(recs))
+		return noTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.q.Quarantined())
 	}
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = run, o.Concurrency, o.MaxSteps, o.Tries
@@ -317,19 +314,24 @@ func checkConcurrency(n int) int { return min(n, 2*runtime.NumCPU()) }
 // it with the error.
 func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
 	n = checkConcurrency(n)
+	log.Info().Int("tasks", len(recs)).Int("at_once", n).Msg("checking tasks")
 	ptrs := make([]*env.Task, len(recs))
 	for i := range recs {
 		ptrs[i] = &recs[i].Task
 	}
 	checked := tenv.q.CheckAll(ctx, ptrs, n)
 	var errs []error
+	done := 0
 	for _, err := range checked {
 		if err != nil && !errors.Is(err, synth.ErrQuarantined) {
 			errs = append(errs, err)
 		}
+		if err == nil || errors.Is(err, synth.ErrQuarantined) {
+			done++
+		}
 	}
 	if ctx.Err() != nil {
-		return nil, nil, ErrInterrupted
+		return nil, nil, interrupted("checking the tasks (%d of %d checked): no episode was played", done, len(recs))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, fmt.Errorf("checking tasks: %w", err)
@@ -395,13 +397,12 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 	return tw.Flush()
 }
 
-// loadTasks loads the store a flag names (a usage error if it does not
-// load), keeps its first limit records and then a seeded sample of sample
-// of them (0: all).
-func loadTasks(flag, path string, limit, sample int) ([]synth.TaskRecord, error) {
-	recs, err := store.Load(path)
+// loadTasks loads the store a flag names (loadStore), keeps its first
+// limit records and then a seeded sample of sample of them (0: all).
+func loadTasks(flag, path string, limit, sample int, log zerolog.Logger) ([]synth.TaskRecord, error) {
+	recs, err := loadStore(flag, path, log)
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("%s %s: %w", flag, path, err)}
+		return nil, err
 	}
 	if limit > 0 && limit < len(recs) {
 		recs = recs[:limit]

@@ -171,6 +171,11 @@ func (o *experimentOptions) validate() error {
 	case o.GroupSize < 2 || o.Concurrency < 1 || o.GroupsPer < 1 || o.TaskRefill < 1:
 		return usagef("--group-size >= 2, --concurrency, --groups-per-update and --task-refill >= 1")
 	}
+	if err := firstErr(inRange("--seeds", o.Seeds, 1, 1<<16), inRange("--points", o.Points, 1, 1<<16), inRange("--concurrency", o.Concurrency, 1, actors.MaxConcurrency),
+		inRange("--group-size", o.GroupSize, 2, actors.MaxGroupSize), inRange("--groups-per-update", o.GroupsPer, 1, actors.MaxBatch),
+		inRange("--task-refill", o.TaskRefill, 1, actors.MaxBatch)); err != nil {
+		return err
+	}
 	for _, s := range o.Strategies {
 		if _, err := newCurriculum(s, 0, 0.5, 0.01, o.Replay, 1, o.GroupsPer); err != nil {
 			return err
@@ -178,8 +183,8 @@ func (o *experimentOptions) validate() error {
 	}
 	if r := o.Real; r != nil {
 		switch {
-		case r.Tries < 1 || r.EvalTries < 1:
-			return usagef("--tries %d, --eval-tries %d: want >= 1", r.Tries, r.EvalTries)
+		case r.Tries < 1 || r.EvalTries < 1 || r.Tries > actors.MaxSteps-12 || r.EvalTries > actors.MaxSteps-12:
+			return usagef("--tries %d, --eval-tries %d: want 1 to %d", r.Tries, r.EvalTries, actors.MaxSteps-12)
 		case r.Learner.Validate() != nil:
 			return &UsageError{Err: r.Learner.Validate()}
 		case !(r.TryCost >= 0 && r.TryCost < 1):

@@ -109,7 +109,7 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 	if err != nil {
 		return nil, nil, usagef("--tasks %s: %v (make run writes runs/train-tasks.jsonl; or run frog synth --n 200 --out %s)", r.Tasks, err, r.Tasks)
 	}
-	recs, err := loadTasks("--heldout-tasks", r.Heldout, 0, o.Heldout)
+	recs, err := loadTasks("--heldout-tasks", r.Heldout, 0, o.Heldout, log)
 	if err != nil {
 		return nil, nil, err
 	}

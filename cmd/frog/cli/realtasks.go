@@ -2,17 +2,22 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"github.com/frognano/frog/env"
 	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/synth/store"
 	"github.com/frognano/frog/synth/validate"
 )
 
@@ -98,4 +103,75 @@ func (e *taskEnv) report() *taskReport {
 		return nil
 	}
 	return &taskReport{Quarantined: e.q.Quarantined(), Harness: e.h.Stats()}
+}
+
+// loadStore loads the task store a flag names, to play it: a usage error
+// when it does not load; a task it holds more than once is kept once, with
+// a warning (played twice, it would be counted twice); a store with no
+// task is an error that says so.
+func loadStore(flag, path string, log zerolog.Logger) ([]synth.TaskRecord, error) {
+	recs, err := store.Load(path)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("%s %s: %w", flag, path, err)}
+	}
+	recs, dups, err := store.Dedup(recs)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("%s %s: %w", flag, path, err)}
+	}
+	if len(dups) > 0 {
+		log.Warn().Str("store", path).Int("tasks", len(dups)).Strs("ids", dups[:min(len(dups), 5)]).
+			Msg("the store holds these tasks more than once: each is played and counted once")
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s %s: the store holds no task", flag, path)
+	}
+	return recs, nil
+}
+
+// requireUsable checks recs' tasks in store order, n at a time, until one
+// holds up, so that a store none of whose tasks does is an error now,
+// naming why, and not a run that starts with nothing to play. The
+// verdicts are the quarantine's: a task checked here is not checked again
+// when it is served.
+func requireUsable(ctx context.Context, tenv *taskEnv, flag, path string, recs []synth.TaskRecord, n int, log zerolog.Logger) error {
+	n = checkConcurrency(n)
+	start := time.Now()
+	log.Info().Str("store", path).Int("tasks", len(recs)).Msg("checking the store's tasks until one holds up")
+	for i := 0; i < len(recs); i += n {
+		batch := make([]*env.Task, 0, n)
+		for j := i; j < min(i+n, len(recs)); j++ {
+			batch = append(batch, &recs[j].Task)
+		}
+		errs := tenv.q.CheckAll(ctx, batch, n)
+		if ctx.Err() != nil {
+			return interrupted("checking the tasks of %s (%d of %d checked): no episode was played", path, i, len(recs))
+		}
+		var faults []error
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				log.Info().Str("store", path).Int("checked", i+len(batch)).Dur("took", time.Since(start)).Msg("the store has a task that holds up")
+				return nil
+			case !errors.Is(err, synth.ErrQuarantined):
+				faults = append(faults, err)
+			}
+		}
+		if len(faults) > 0 {
+			return fmt.Errorf("%s %s: checking its tasks: %w", flag, path, errors.Join(faults...))
+		}
+	}
+	return noTaskHoldsUp(flag, path, len(recs), tenv.q.Quarantined())
+}
+
+// noTaskHoldsUp is the error of a store none of whose n tasks holds up:
+// all quarantined, the first few named with why.
+func noTaskHoldsUp(flag, path string, n int, q []source.Quarantined) error {
+	var why []string
+	for _, x := range q[:min(len(q), 3)] {
+		why = append(why, x.Reason)
+	}
+	if len(q) > 3 {
+		why = append(why, fmt.Sprintf("and %d more", len(q)-3))
+	}
+	return fmt.Errorf("%s %s: none of its %d tasks holds up, all quarantined (%s)", flag, path, n, strings.Join(why, "; "))
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
+	"github.com/frognano/frog/synth"
 )
 
 // rolloutOptions are the flags of `frog rollout`.
@@ -47,6 +50,11 @@ writes every episode to --out as JSONL shards in the chat-messages format
 (messages with tool calls and tool results, reward, group id and the group's
 GRPO advantage, tokens, logprobs): trajectories/shard-NNNNN.jsonl, beside
 config.json and summary.json. docs/llm.md has the schema and the servers' flags.
+
+An --out that holds the export of a rollout killed or interrupted is
+continued: the tasks with a whole group there are not played again, and the
+new groups and episodes are numbered after its own. One that holds a
+finished rollout, or groups of another --group-size, is refused.
 
 Before any episode starts, every server is asked whether it answers, takes the
 key ($OPENAI_API_KEY unless --api-key-env names another) and serves --model;
@@ -91,16 +99,14 @@ func (o *rolloutOptions) validate() error {
 		return usagef("--tasks: a task store is required")
 	case o.Out == "":
 		return usagef("--out: a directory for the export is required")
-	case o.GroupSize < 1:
-		return usagef("--group-size %d: want >= 1", o.GroupSize)
-	case o.Concurrency < 1:
-		return usagef("--concurrency %d: want >= 1", o.Concurrency)
-	case o.MaxRetries < 0:
-		return usagef("--max-retries %d: want >= 0", o.MaxRetries)
 	case o.Limit < 0 || o.Sample < 0:
 		return usagef("--limit and --sample: want >= 0")
 	case o.ShardSize < 1:
 		return usagef("--shard-size %d: want >= 1", o.ShardSize)
+	}
+	if err := firstErr(inRange("--group-size", o.GroupSize, 1, actors.MaxGroupSize), inRange("--concurrency", o.Concurrency, 1, actors.MaxConcurrency),
+		inRange("--max-retries", o.MaxRetries, 0, actors.MaxRetries)); err != nil {
+		return err
 	}
 	if _, err := o.LLM.resolve(); err != nil {
 		return err
@@ -122,9 +128,12 @@ type rolloutReport struct {
 	Quarantined       []string           `json:"quarantined"`
 	Harness           *taskReport        `json:"harness"`
 	Run               actors.Summary     `json:"run"`
-	Interrupted       bool               `json:"interrupted,omitempty"`
-	Config            rolloutOptions     `json:"config"`
-	Version           string             `json:"frog_version"`
+	// Continued is what --out held of an earlier rollout that this one
+	// continued (its records are not counted above).
+	Continued   *priorRollout  `json:"continued,omitempty"`
+	Interrupted bool           `json:"interrupted,omitempty"`
+	Config      rolloutOptions `json:"config"`
+	Version     string         `json:"frog_version"`
 }
 
 type exportReport struct {
@@ -137,15 +146,38 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample)
+	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
+	}
+	// An export there already, of a rollout killed or interrupted, is
+	// continued: its groups and episodes keep their numbers, the new ones
+	// come after, and its tasks with a whole group are not played again.
+	prior, err := readPriorRollout(o.Out, o.GroupSize)
+	if err != nil {
+		return err
+	}
+	if prior != nil {
+		recs = slices.DeleteFunc(recs, func(r synth.TaskRecord) bool { return prior.done[r.ID] })
+		log.Info().Str("out", o.Out).Int("records", prior.Records).Int("groups", prior.Groups).Int("tasks_done", prior.TasksDone).
+			Uint64("first_group", prior.nextGroup).Uint64("first_episode", prior.nextEpisode).Str("torn", prior.Torn).
+			Msg("continuing the rollout in --out: new groups and episodes are numbered after its own")
+		if len(recs) == 0 {
+			_, err := fmt.Fprintf(g.stdout, "every task of %s has a whole group in %s already: nothing to roll out\n", o.Tasks, o.Out)
+			return err
+		}
 	}
 	pol, err := o.LLM.openLLM(ctx)
 	if err != nil {
 		return err
 	}
 	defer pol.Close()
+	if prior != nil && prior.summary != "" {
+		// The interrupted rollout's summary is kept beside the new one.
+		if err := os.Rename(prior.summary, filepath.Join(o.Out, fmt.Sprintf("summary.interrupted-%d.json", prior.nextGroup))); err != nil {
+			return err
+		}
+	}
 	run := "rollout-" + time.Now().UTC().Format("20060102-150405")
 	dir, err := createRunDir(o.Out, struct {
 		Version string          `json:"frog_version"`
@@ -172,12 +204,16 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		return err
 	}
 	if len(tasks) == 0 {
-		return fmt.Errorf("no task of %d holds up (all quarantined)", len(recs))
+		return noTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.q.Quarantined())
 	}
 	if quarantined == nil {
 		quarantined = []string{}
 	}
 	exp := openai.NewExporter(pol, func(r openai.Record) error { shards.write(r); return nil })
+	var firstGroup, firstEpisode uint64
+	if prior != nil {
+		firstGroup, firstEpisode = prior.nextGroup, prior.nextEpisode
+	}
 	var timings openai.Timings
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxAttempts = run, o.Concurrency, o.MaxRetries+1
@@ -186,7 +222,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	cfg.MaxBatch, cfg.InferenceWorkers = 1, o.Concurrency
 	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log, Counters: new(actors.Counters),
 		OnEpisode: func(r *actors.EpisodeResult) {
-			exp.Add(openai.Episode{Episode: r.Episode, Group: r.Group, GroupSize: r.GroupSize, Task: r.Task.View(),
+			exp.Add(openai.Episode{Episode: firstEpisode + r.Episode, Group: firstGroup + r.Group, GroupSize: r.GroupSize, Task: r.Task.View(),
 				Outcome: r.Kind.String(), Trajectory: r.Trajectory, Attempts: r.Attempts})
 			if r.Trajectory != nil {
 				timings.Add(r.Trajectory)
@@ -217,7 +253,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		Solved: ev.Solved, Outcomes: ev.Outcomes, Tasks: len(tasks), EpisodesPerSecond: ev.Summary.EpisodesPerSecond,
 		ElapsedSeconds: ev.Summary.ElapsedSeconds, LLM: st, Calls: timings.Summary(),
 		Export: exportReport{Dir: o.Out, Records: exp.Written()}, Quarantined: quarantined, Harness: tenv.report(),
-		Run: ev.Summary, Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
+		Run: ev.Summary, Continued: prior, Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
 	}
 	if s := ev.Summary.ElapsedSeconds; s > 0 {
 		rep.TokensPerSecond = float64(st.CompletionTokens) / s
@@ -238,6 +274,9 @@ func (r rolloutReport) print(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(tw, "latency\tp50 %.1f ms, p99 %.1f ms; frog's overhead p50 %.2f ms, p99 %.2f ms\n", r.Calls.LatencyP50MS, r.Calls.LatencyP99MS, r.Calls.OverheadP50MS, r.Calls.OverheadP99MS)
 	fmt.Fprintf(tw, "throughput\t%.2f episodes/s over %.1f s\n", r.EpisodesPerSecond, r.ElapsedSeconds)
 	fmt.Fprintf(tw, "export\t%d records in %s\n", r.Export.Records, filepath.Join(r.Export.Dir, "trajectories"))
+	if c := r.Continued; c != nil {
+		fmt.Fprintf(tw, "continued\tafter %d records of %d groups there; %d tasks with a whole group not rolled out again\n", c.Records, c.Groups, c.TasksDone)
+	}
 	fmt.Fprintf(tw, "quarantined\t%d\n", len(r.Quarantined))
 	return tw.Flush()
 }

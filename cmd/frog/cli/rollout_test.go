@@ -18,6 +18,7 @@ import (
 
 	"github.com/frognano/frog/policy/openai"
 	"github.com/frognano/frog/policy/openai/openaitest"
+	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
 )
@@ -210,8 +211,17 @@ func TestRolloutBadInputExitsTwoBeforeAnyEpisode(t *testing.T) {
 	gone := openaitest.New(nil)
 	goneURL := gone.BaseURL()
 	gone.Close()
+	// A store of one task (an empty one is an error of its own).
+	var one bytes.Buffer
+	r := synth.TaskRecord{}
+	r.ID, r.Repo, r.Patch, r.TestCmd = "t", "example.com/m", "--- a/f.go\n+++ b/f.go\n", []string{"go", "test"}
+	r.FailToPass, r.PassToPass = []string{"TestA"}, []string{"TestB"}
+	r.Mutations = []synth.Mutation{{Op: "op", File: "f.go", Edits: []synth.Edit{{Old: "a", New: "b"}}}}
+	if err := store.Write(&one, r); err != nil {
+		t.Fatal(err)
+	}
 	tasks := filepath.Join(t.TempDir(), "tasks.jsonl")
-	if err := os.WriteFile(tasks, nil, 0o644); err != nil {
+	if err := os.WriteFile(tasks, one.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("FROG_ROLLOUT_KEY", "")

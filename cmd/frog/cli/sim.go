@@ -229,7 +229,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	}
 	oracle := policysim.NewOracle()
 	learner := policysim.NewLearner(o.InitialSkill, o.LearningRate, o.Seed, oracle)
-	src, closeSrc, err := openTasks(ctx, o, log)
+	src, closeSrc, err := openTasks(ctx, o, tenv, log)
 	if err != nil {
 		return err
 	}
@@ -329,8 +329,9 @@ func bytesString(n int64) string {
 	return fmt.Sprintf("%d KiB", n>>10)
 }
 
-// openTasks makes the run's task source (--tasks) and what releases it.
-func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.Source, func(), error) {
+// openTasks makes the run's task source (--tasks) and what releases it. A
+// store played for real (tenv set) must have a task that holds up.
+func openTasks(ctx context.Context, o *simOptions, tenv *taskEnv, log zerolog.Logger) (synth.Source, func(), error) {
 	switch o.Tasks {
 	case "sim":
 		return synthsim.New(o.Seed, o.TaskSpread), func() {}, nil
@@ -352,9 +353,14 @@ func openTasks(ctx context.Context, o *simOptions, log zerolog.Logger) (synth.So
 			cleanup()
 		}, nil
 	}
-	recs, err := store.Load(o.Tasks)
+	recs, err := loadStore("--tasks", o.Tasks, log)
 	if err != nil {
-		return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+		return nil, nil, err
+	}
+	if tenv != nil {
+		if err := requireUsable(ctx, tenv, "--tasks", o.Tasks, recs, o.Run.Concurrency, log); err != nil {
+			return nil, nil, err
+		}
 	}
 	src, err := store.NewSource(recs, o.Seed)
 	if err != nil {

@@ -113,8 +113,9 @@ It exits 1, saying why, when it made no task.`,
 			return usagef("--min-timeout %v: want > 0", o.MinTimeout)
 		case o.MaxTest < 0:
 			return usagef("--max-test-time %v: want >= 0", o.MaxTest)
-		case o.Workers < 1:
-			return usagef("--workers %d: want >= 1", o.Workers)
+		case o.Workers < 1 || o.Workers > maxSynthWorkers:
+			// The flag is --concurrency; --workers is its other name.
+			return usagef("--concurrency %d: want 1 to %d", o.Workers, maxSynthWorkers)
 		case o.MaxMutants < 0:
 			return usagef("--max-mutants %d: want >= 0", o.MaxMutants)
 		case o.Combos < 0:
@@ -127,6 +128,10 @@ It exits 1, saying why, when it made no task.`,
 	}
 	return c
 }
+
+// maxSynthWorkers bounds frog synth's --concurrency: each worker holds a
+// sandbox with copies of the modules.
+const maxSynthWorkers = 1024
 
 // synthReport is what `frog synth` prints.
 type synthReport struct {

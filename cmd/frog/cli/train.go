@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -197,6 +198,14 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	if o.Resume != "" {
 		return o.loadResume(c)
 	}
+	// Checked before --max-steps is made from --tries, which a huge value
+	// would overflow.
+	if err := firstErr(inRange("--tries", o.Run.MaxTries, 1, actors.MaxSteps-12), inRange("--eval-tries", o.EvalTries, 1, actors.MaxSteps-12),
+		inRange("--checkpoint-every", o.Run.CheckpointEvery, 1, math.MaxInt32), inRange("--hidden1", o.Learner.Dims.H1, 1, neural.MaxHidden),
+		inRange("--hidden2", o.Learner.Dims.H2, 1, neural.MaxHidden), inRange("--synth-workers", o.SynthWorkers, 1, maxSynthWorkers),
+		inRange("--epochs", o.Learner.Epochs, 1, 1<<16)); err != nil {
+		return err
+	}
 	if o.Run.MaxSteps == 0 {
 		o.Run.MaxSteps = o.Run.MaxTries + 12
 	}
@@ -229,8 +238,6 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	switch {
 	case o.Device != "auto" && o.Device != "cpu" && o.Device != "cuda":
 		return usagef("--device %q: want auto, cpu or cuda", o.Device)
-	case o.EvalTries < 1:
-		return usagef("--eval-tries %d: want >= 1", o.EvalTries)
 	case o.HeldoutN < 0 || o.EvalEvery < 0:
 		return usagef("--heldout-n and --eval-every: want >= 0")
 	case !(o.TargetPassRate > 0 && o.TargetPassRate < 1):
@@ -522,9 +529,12 @@ func heldTasks(cur synth.Curriculum, pool []env.Task) []string {
 // come after the tasks the run has not played.
 func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []string, log zerolog.Logger) (synth.Source, func(), error) {
 	if o.Tasks != "" {
-		recs, err := store.Load(o.Tasks)
+		recs, err := loadStore("--tasks", o.Tasks, log)
 		if err != nil {
-			return nil, nil, &UsageError{Err: fmt.Errorf("--tasks %s: %w", o.Tasks, err)}
+			return nil, nil, err
+		}
+		if err := requireUsable(ctx, tenv, "--tasks", o.Tasks, recs, o.Run.Concurrency, log); err != nil {
+			return nil, nil, err
 		}
 		src, err := store.NewSource(recs, o.Seed)
 		if err != nil {
@@ -562,7 +572,7 @@ func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskEnv, log zerol
 		log.Warn().Msg("no held-out tasks (--heldout \"\"): the run reports no held-out curve")
 		return nil, nil
 	}
-	recs, err := loadTasks("--heldout", o.Heldout, 0, o.HeldoutN) // one sample for every run
+	recs, err := loadTasks("--heldout", o.Heldout, 0, o.HeldoutN, log) // one sample for every run
 	if err != nil {
 		return nil, err
 	}
@@ -693,6 +703,7 @@ func (t *trainer) baselines(ctx context.Context) {
 func (t *trainer) record(ctx context.Context, kind, name string, update int64, p policy.Policy) {
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, t.o.EvalTries+12
+	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).Int("tasks", len(t.heldout)).Msg("held-out evaluation started")
 	t0 := time.Now()
 	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
 		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})

@@ -130,8 +130,11 @@ func TestRefusedCheckpointIsTriedAgain(t *testing.T) {
 	if int64(len(sink.saved)) != sum.Learner.Checkpoints || sink.calls != len(sink.saved)+1 {
 		t.Errorf("%d saves tried, %d stored, %d counted; want one refused and the rest counted", sink.calls, len(sink.saved), sum.Learner.Checkpoints)
 	}
-	if len(sink.saved) < 2 || sink.saved[1].Updates != 21 {
-		t.Errorf("stored checkpoints %v; want the one of update 20, refused, stored after update 21", updatesOf(sink.saved))
+	// Tried again after the next update the learner reports to the
+	// writer: 21, or a little later where updates came faster than saves;
+	// never as late as the next multiple, 30.
+	if len(sink.saved) < 2 || sink.saved[1].Updates <= 20 || sink.saved[1].Updates >= 30 {
+		t.Errorf("stored checkpoints %v; want the one of update 20, refused, stored after a later update before 30", updatesOf(sink.saved))
 	}
 	if last := sink.saved[len(sink.saved)-1]; last.Updates != sum.Learner.Updates {
 		t.Errorf("last checkpoint stored at update %d; the run made %d", last.Updates, sum.Learner.Updates)

@@ -51,8 +51,10 @@ func NewQuarantine(ws *Workspaces, h *validate.Harness, prov env.Provider, run s
 // (the task is not judged, and will be checked again).
 func (q *Quarantine) Check(ctx context.Context, t *env.Task) error {
 	key := t.ID
-	if hash, err := q.ws.TemplateHash(ctx, t); err == nil {
-		key += "\x00" + hash
+	if q.ws != nil { // nil only in tests whose answers are set beforehand
+		if hash, err := q.ws.TemplateHash(ctx, t); err == nil {
+			key += "\x00" + hash
+		}
 	}
 	q.mu.Lock()
 	err, done := q.checked[key]

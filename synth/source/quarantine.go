@@ -111,12 +111,9 @@ func (q *Quarantine) Quarantined() []Quarantined {
 // which is then drawn from again rather than answer with nothing. A fault
 // while checking ends the answer with the error and the tasks checked so
 // far.
-// A steerable src gives a steerable source.
+// The source is steerable, and a compounder, exactly when src is.
 func (q *Quarantine) Source(src synth.Source) synth.Source {
-	if st, ok := src.(synth.Steerable); ok {
-		return steeredQuarantined{quarantined{q, src}, st}
-	}
-	return quarantined{q, src}
+	return synth.Wrap(src, quarantined{q, src}.draw)
 }
 
 // CheckAll checks tasks, n at a time (each check is a few test runs in a
@@ -146,19 +143,6 @@ func (q *Quarantine) CheckAll(ctx context.Context, tasks []*env.Task, n int) []e
 type quarantined struct {
 	q   *Quarantine
 	src synth.Source
-}
-
-type steeredQuarantined struct {
-	quarantined
-	steer synth.Steerable
-}
-
-func (s quarantined) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
-	return s.draw(ctx, func() ([]env.Task, error) { return s.src.Tasks(ctx, n, d) })
-}
-
-func (s steeredQuarantined) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
-	return s.draw(ctx, func() ([]env.Task, error) { return s.steer.TasksFor(ctx, n, k) })
 }
 
 // dropper is a source that can take tasks out for good (store.Source).

@@ -94,7 +94,7 @@ func runBench(ctx context.Context, g *globals, o *benchOptions) error {
 		}
 		oracle := policysim.NewOracle()
 		return actors.Deps{Provider: prov, Learner: policysim.NewLearner(0, 0.001, o.seed, oracle),
-			Source: oracleSource{synthsim.New(o.seed, 0.5), oracle, simFix}, Curriculum: cur, Log: quiet}, nil
+			Source: newOracleSource(synthsim.New(o.seed, 0.5), oracle, simFix), Curriculum: cur, Log: quiet}, nil
 	}
 	rep, err := actors.Bench(ctx, actors.BenchConfig{
 		Episodes: o.episodes, Concurrency: o.concurrency, Repeats: o.repeats, Live: o.live, NewDeps: newDeps,

@@ -14,35 +14,17 @@ import (
 // simulation) the fix of every task it serves; fix says what that is.
 // Tasks whose fix cannot be had are not served: the error says which.
 type oracleSource struct {
-	synth.Source
 	oracle *policysim.Oracle
 	fix    func(ctx context.Context, t *env.Task) (policysim.Fix, error)
 }
 
-// steeredOracleSource is an oracleSource over a synth.Steerable source,
-// and steerable itself.
-type steeredOracleSource struct {
-	oracleSource
-	steer synth.Steerable
-}
-
-// newOracleSource wraps src, keeping its capability to be steered.
+// newOracleSource wraps src, keeping its capabilities (synth.Wrap).
 func newOracleSource(src synth.Source, oracle *policysim.Oracle, fix func(context.Context, *env.Task) (policysim.Fix, error)) synth.Source {
-	o := oracleSource{Source: src, oracle: oracle, fix: fix}
-	if s, ok := src.(synth.Steerable); ok {
-		return steeredOracleSource{o, s}
-	}
-	return o
-}
-
-func (s oracleSource) Tasks(ctx context.Context, n int, d float64) ([]env.Task, error) {
-	tasks, err := s.Source.Tasks(ctx, n, d)
-	return s.tell(ctx, tasks, err)
-}
-
-func (s steeredOracleSource) TasksFor(ctx context.Context, n int, k synth.Knobs) ([]env.Task, error) {
-	tasks, err := s.steer.TasksFor(ctx, n, k)
-	return s.tell(ctx, tasks, err)
+	o := oracleSource{oracle: oracle, fix: fix}
+	return synth.Wrap(src, func(ctx context.Context, next func() ([]env.Task, error)) ([]env.Task, error) {
+		tasks, err := next()
+		return o.tell(ctx, tasks, err)
+	})
 }
 
 func (s oracleSource) tell(ctx context.Context, tasks []env.Task, err error) ([]env.Task, error) {

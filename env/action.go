@@ -172,14 +172,25 @@ type Observation struct {
 	Step    int    `json:"step"`
 	// MaxSteps is the most actions the episode may take; MaxTries the most
 	// candidates it may try (0: no limit but the steps).
-	MaxSteps int      `json:"max_steps"`
-	MaxTries int      `json:"max_tries,omitempty"`
-	Task     TaskView `json:"task"`
+	MaxSteps int `json:"max_steps"`
+	MaxTries int `json:"max_tries,omitempty"`
+	// Task is what the agent may know of its task. It is shared with the
+	// episode: read it, never change it.
+	Task *TaskView `json:"task"`
 	// Last is the result of the previous action; nil at step 0.
 	Last *StepResult `json:"last,omitempty"`
 	// History holds every step so far, oldest first (Last is the last
 	// one's result). It is shared with the episode: read it, never change it.
 	History []Step `json:"-"`
+}
+
+// View returns what the agent may know of its task: a copy of *o.Task,
+// or an empty view when Task is unset.
+func (o *Observation) View() TaskView {
+	if o.Task == nil {
+		return TaskView{}
+	}
+	return *o.Task
 }
 
 // StepResult is what one action produced, as the agent is shown it.

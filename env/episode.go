@@ -1,7 +1,6 @@
 package env
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,12 @@ import (
 type Agent interface {
 	Act(ctx context.Context, obs Observation) (Action, error)
 }
+
+// StepsForTries is the step limit of an episode that may try tries
+// candidates: one step a try, and 12 for the rest of a repair (view,
+// run_tests, coverage, candidates, edits, submit). Every command that
+// takes --tries and no --max-steps uses it.
+func StepsForTries(tries int) int { return tries + 12 }
 
 // RunOptions bounds one episode.
 type RunOptions struct {
@@ -85,7 +90,7 @@ func Run(ctx context.Context, sb Sandbox, agent Agent, task *Task, opts RunOptio
 // used by one goroutine at a time.
 type Episode struct {
 	task *Task
-	view TaskView
+	view *TaskView
 	opts RunOptions
 	traj Trajectory
 	last *StepResult
@@ -101,8 +106,8 @@ type Episode struct {
 // NewEpisode starts an episode of task.
 func NewEpisode(task *Task, opts RunOptions) *Episode {
 	opts = opts.withDefaults()
-	return &Episode{task: task, view: task.View(), opts: opts, ws: NewWorkspace(task), traj: Trajectory{
-		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 8)),
+	return &Episode{task: task, view: new(task.View()), opts: opts, ws: NewWorkspace(task), traj: Trajectory{
+		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 4)),
 	}}
 }
 
@@ -326,12 +331,13 @@ func (e *Episode) read(ctx context.Context, sb Sandbox, path string) ([]byte, er
 	return data, err
 }
 
-// write changes a file and records the change.
+// write changes a file and records the change. The workspace keeps data:
+// callers pass a slice of their own and never change it after.
 func (e *Episode) write(ctx context.Context, sb Sandbox, path string, was, data []byte) error {
 	if err := sb.WriteFile(ctx, path, data); err != nil {
 		return err
 	}
-	e.ws.record(path, was, bytes.Clone(data))
+	e.ws.record(path, was, data)
 	return nil
 }
 
@@ -340,7 +346,7 @@ func (e *Episode) write(ctx context.Context, sb Sandbox, path string, was, data 
 func (e *Episode) revert(ctx context.Context, sb Sandbox) (StepResult, error) {
 	n := 0
 	for _, f := range e.ws.Files() {
-		orig := e.ws.orig[f]
+		orig, _ := e.ws.original(f)
 		if orig == nil {
 			if err := remove(ctx, sb, f); err != nil {
 				return agentError(ctx, err)
@@ -350,7 +356,7 @@ func (e *Episode) revert(ctx context.Context, sb Sandbox) (StepResult, error) {
 		}
 		n++
 	}
-	e.ws.changed, e.ws.hash = map[string][]byte{}, ""
+	e.ws.changed, e.ws.hash = nil, ""
 	return StepResult{Output: fmt.Sprintf("reverted %d files", n)}, nil
 }
 

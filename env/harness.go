@@ -72,16 +72,34 @@ type Cost struct {
 // it during a call and keep nothing of it but its hash and copies.
 type Workspace struct {
 	Task *Task
-	// changed holds the current content of changed files; orig their
-	// content at the start (nil: the file did not exist).
+	// changed holds the current content of changed files; orig the
+	// content at the start of every file written (nil: the file did not
+	// exist), in the order first written. An episode writes few files, so
+	// orig is a list.
 	changed map[string][]byte
-	orig    map[string][]byte
+	orig    []origFile
 	hash    string
+}
+
+type origFile struct {
+	path string
+	data []byte
+}
+
+// original returns file's content at the start, and whether the
+// episode has written it.
+func (w *Workspace) original(file string) ([]byte, bool) {
+	for i := range w.orig {
+		if w.orig[i].path == file {
+			return w.orig[i].data, true
+		}
+	}
+	return nil, false
 }
 
 // NewWorkspace is the state of a fresh workspace of task.
 func NewWorkspace(task *Task) *Workspace {
-	return &Workspace{Task: task, changed: map[string][]byte{}, orig: map[string][]byte{}}
+	return &Workspace{Task: task} // the maps are made by the first write
 }
 
 // Changed returns the current content of every file that differs from the
@@ -114,10 +132,13 @@ func (w *Workspace) Hash() string {
 // before this write.
 func (w *Workspace) record(file string, was, data []byte) {
 	w.hash = ""
-	orig, seen := w.orig[file]
+	if w.changed == nil {
+		w.changed = make(map[string][]byte, 1)
+	}
+	orig, seen := w.original(file)
 	if !seen {
 		orig = was
-		w.orig[file] = was
+		w.orig = append(w.orig, origFile{file, was})
 	}
 	if orig != nil && string(orig) == string(data) {
 		delete(w.changed, file)

@@ -36,7 +36,7 @@ func BenchmarkAct(b *testing.B) {
 			Result: env.StepResult{Output: strings.Repeat("x", 2048)},
 		})
 	}
-	obs := env.Observation{Step: len(hist), MaxSteps: 30, History: hist, Task: env.TaskView{ID: "t", ProblemStatement: "TestX fails"}}
+	obs := env.Observation{Step: len(hist), MaxSteps: 30, History: hist, Task: &env.TaskView{ID: "t", ProblemStatement: "TestX fails"}}
 	var traj env.Trajectory
 	var mu = make(chan struct{}, 1)
 	mu <- struct{}{}

@@ -145,7 +145,7 @@ func (a agent) Act(ctx context.Context, obs env.Observation) (env.Action, error)
 
 // act is one episode's next action.
 func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, error) {
-	system, task, cutTask, err := p.prompts.taskMessage(PromptData{Task: obs.Task, Tools: p.cfg.Tools, MaxTurns: p.cfg.MaxTurns}, p.budget(0))
+	system, task, cutTask, err := p.prompts.taskMessage(PromptData{Task: obs.View(), Tools: p.cfg.Tools, MaxTurns: p.cfg.MaxTurns}, p.budget(0))
 	if err != nil {
 		return env.Action{}, err
 	}

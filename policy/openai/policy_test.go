@@ -253,9 +253,9 @@ func TestBatchErrorsArePerItem(t *testing.T) {
 	defer srv.Close()
 	p := newPolicy(t, []string{srv.BaseURL()}, func(c *openai.Config) { c.MaxRetries = 1 })
 	obs := []env.Observation{
-		{Episode: 1, MaxSteps: 4, Task: env.TaskView{ID: "a", ProblemStatement: "fine"}},
-		{Episode: 2, MaxSteps: 4, Task: env.TaskView{ID: "b", ProblemStatement: "fail-me"}},
-		{Episode: 3, MaxSteps: 4, Task: env.TaskView{ID: "c", ProblemStatement: "fine"}},
+		{Episode: 1, MaxSteps: 4, Task: &env.TaskView{ID: "a", ProblemStatement: "fine"}},
+		{Episode: 2, MaxSteps: 4, Task: &env.TaskView{ID: "b", ProblemStatement: "fail-me"}},
+		{Episode: 3, MaxSteps: 4, Task: &env.TaskView{ID: "c", ProblemStatement: "fine"}},
 	}
 	acts := make([]env.Action, len(obs))
 	err := p.Act(context.Background(), obs, acts)
@@ -359,12 +359,17 @@ func TestContextBudgetBoundsTheRequest(t *testing.T) {
 		return openaitest.Reply{Content: answer, ToolCalls: []openaitest.ToolCall{openaitest.Call("edit", string(edit))}}
 	})
 	defer srv.Close()
-	p := newPolicy(t, []string{srv.BaseURL()}, func(c *openai.Config) { c.ContextBudget = budget })
+	p := newPolicy(t, []string{srv.BaseURL()}, func(c *openai.Config) {
+		// Answers of 10 MB take seconds to encode and read under the race
+		// detector on a busy machine; a timed-out answer is a mistake step
+		// whose request carries none of them, which is not what this tests.
+		c.ContextBudget, c.RequestTimeout = budget, 5*time.Minute
+	})
 	task := env.TaskView{ID: "t", Repo: "example.com/m", Dir: "calc", ProblemStatement: statement, FailToPass: []string{"TestA"}}
 	var hist []env.Step
 	acts := make([]env.Action, 1)
 	for step := 0; step < 8; step++ {
-		obs := env.Observation{Task: task, Step: step, MaxSteps: 10, History: hist}
+		obs := env.Observation{Task: &task, Step: step, MaxSteps: 10, History: hist}
 		if err := p.Act(context.Background(), []env.Observation{obs}, acts); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}

@@ -50,7 +50,7 @@ type State struct {
 
 // Derive reads an observation's history into a State.
 func Derive(obs env.Observation) *State {
-	st := &State{Task: obs.Task, Step: obs.Step, MaxSteps: obs.MaxSteps,
+	st := &State{Task: obs.View(), Step: obs.Step, MaxSteps: obs.MaxSteps,
 		Tried: map[int]env.TryResult{}, LineTries: map[env.Line]int{}, LineNoEffect: map[env.Line]int{}}
 	for i := range obs.History {
 		s := &obs.History[i]

@@ -100,6 +100,9 @@ func (p Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Actio
 	}
 	for i := range obs {
 		o := &obs[i]
+		if o.Task == nil {
+			return fmt.Errorf("sim policy: episode %d: the observation names no task", o.Episode)
+		}
 		fix, ok := p.Oracle.Lookup(o.Task.ID)
 		if !ok || len(fix.Files) == 0 {
 			return fmt.Errorf("sim policy: episode %d: the oracle does not know task %q", o.Episode, o.Task.ID)

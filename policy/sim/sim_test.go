@@ -18,7 +18,7 @@ func TestSolveRateMatchesLogistic(t *testing.T) {
 		const n = 20000
 		obs := make([]env.Observation, n)
 		for i := range obs {
-			obs[i] = env.Observation{Episode: uint64(i), Step: 1, Task: task.View()}
+			obs[i] = env.Observation{Episode: uint64(i), Step: 1, Task: new(task.View())}
 		}
 		acts := make([]env.Action, n)
 		if err := p.Act(context.Background(), obs, acts); err != nil {
@@ -58,7 +58,7 @@ func TestLearnerGainsWithSignal(t *testing.T) {
 
 func TestPolicyWithoutOracleEntryFails(t *testing.T) {
 	p := Policy{Oracle: NewOracle()}
-	obs := []env.Observation{{Task: env.TaskView{ID: "unknown"}}}
+	obs := []env.Observation{{Task: &env.TaskView{ID: "unknown"}}}
 	if err := p.Act(context.Background(), obs, make([]env.Action, 1)); err == nil {
 		t.Fatal("Act on a task the oracle does not know: no error")
 	}
@@ -71,7 +71,7 @@ func TestMultiFileFix(t *testing.T) {
 	var hist []env.Step
 	var got []env.Action
 	for step := 0; step < 6; step++ {
-		obs := []env.Observation{{Step: step, Task: env.TaskView{ID: "t"}, History: hist}}
+		obs := []env.Observation{{Step: step, Task: &env.TaskView{ID: "t"}, History: hist}}
 		if step > 0 {
 			obs[0].Last = &hist[len(hist)-1].Result
 		}

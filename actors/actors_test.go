@@ -77,7 +77,7 @@ func testConfig(episodes int64, concurrency int) Config {
 	return c
 }
 
-func checkAccounting(t *testing.T, sum Summary, want int64) {
+func checkAccounting(t testing.TB, sum Summary, want int64) {
 	t.Helper()
 	e := sum.Episodes
 	if !e.Accounted || e.Admitted != e.Completed+e.FailedInfra+e.Cancelled {

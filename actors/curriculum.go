@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -53,6 +54,19 @@ type curriculum struct {
 	dry     string
 	version int64
 	records int64
+
+	// saves feeds the checkpoint writer (one goroutine, started by the
+	// first checkpoint, so that checkpoints are stored in order and the
+	// disk's latency, fsyncs included, never holds up the curriculum's
+	// mailbox); saving waits for it when the actor stops.
+	saves  chan saveJob
+	saving sync.WaitGroup
+}
+
+// saveJob is one checkpoint to store, and who to tell.
+type saveJob struct {
+	ck      Checkpoint
+	replyTo *actor.PID
 }
 
 // maxEmptyAnswers is how many answers in a row without a task the
@@ -119,14 +133,36 @@ func (c *curriculum) Receive(ctx actor.Context) {
 		ctx.Respond(&st)
 	case *SaveCheckpoint:
 		ck := m.Checkpoint
-		c.addState(&ck)
-		done := &CheckpointSaved{Version: ck.Version, Updates: ck.Updates}
+		c.addState(&ck) // on the actor: the state as of this message
 		if c.sink == nil {
-			done.Err = "no checkpoint sink"
-		} else if err := c.sink.Save(ck); err != nil {
+			ctx.Send(m.ReplyTo, &CheckpointSaved{Version: ck.Version, Updates: ck.Updates, Err: "no checkpoint sink"})
+			return
+		}
+		if c.saves == nil {
+			c.saves = make(chan saveJob, 16)
+			c.saving.Add(1)
+			go c.write(ctx.ActorSystem().Root)
+		}
+		c.saves <- saveJob{ck, m.ReplyTo}
+	case *actor.Stopping:
+		if c.saves != nil {
+			close(c.saves)
+			c.saving.Wait() // a checkpoint sent is stored before the run ends
+			c.saves = nil
+		}
+	}
+}
+
+// write stores the checkpoints sent to it, in order, and answers each
+// with a CheckpointSaved.
+func (c *curriculum) write(root *actor.RootContext) {
+	defer c.saving.Done()
+	for j := range c.saves {
+		done := &CheckpointSaved{Version: j.ck.Version, Updates: j.ck.Updates}
+		if err := c.sink.Save(j.ck); err != nil {
 			done.Err = err.Error()
 		}
-		ctx.Send(m.ReplyTo, done)
+		root.Send(j.replyTo, done)
 	}
 }
 

@@ -34,7 +34,7 @@ func (f *faultyLearner) Update(ctx context.Context, batch []policy.Group) (polic
 
 // runWithin runs the system and fails the test, instead of hanging it, when
 // Run does not return in time.
-func runWithin(t *testing.T, d time.Duration, ctx context.Context, cfg Config, deps Deps) (Summary, error) {
+func runWithin(t testing.TB, d time.Duration, ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	t.Helper()
 	type result struct {
 		sum Summary

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -107,37 +106,35 @@ func cpuTime() time.Duration {
 }
 
 // While a cancelled run drains, Run waits; it does not spin on the
-// cancelled context's channel (which stays ready once closed).
-func TestCancelledRunWaitsWithoutSpinning(t *testing.T) {
-	deps, prov, _ := simDeps(t, simSetup{seed: 3, timeScale: 1})
-	deps.Provider = slowClose{deps.Provider, time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var cpu0 time.Duration
-	var wall0 time.Time
-	go func() {
-		for prov.Stats().Live < 4 { // sandboxes open, which must close
-			time.Sleep(5 * time.Millisecond)
-		}
-		cpu0, wall0 = cpuTime(), time.Now()
+// cancelled context's channel (which stays ready once closed). The
+// shutdown waits about a second for slow sandboxes to close: cpu/wall is
+// the share of a core it used meanwhile, near 0 when it waits and near 1
+// or more when a loop spins. A benchmark, not a test: the share depends on
+// the machine's load (go test -bench CancelledRunShutdown ./actors).
+func BenchmarkCancelledRunShutdown(b *testing.B) {
+	var cpuSum, wallSum time.Duration
+	for b.Loop() {
+		deps, prov, _ := simDeps(b, simSetup{seed: 3, timeScale: 1})
+		deps.Provider = slowClose{deps.Provider, time.Second}
+		ctx, cancel := context.WithCancel(context.Background())
+		var cpu0 time.Duration
+		var wall0 time.Time
+		go func() {
+			for prov.Stats().Live < 4 { // sandboxes open, which must close
+				time.Sleep(5 * time.Millisecond)
+			}
+			cpu0, wall0 = cpuTime(), time.Now()
+			cancel()
+		}()
+		sum, err := runWithin(b, time.Minute, ctx, testConfig(1000, 8), deps)
 		cancel()
-	}()
-	sum, err := runWithin(t, time.Minute, ctx, testConfig(1000, 8), deps)
-	if err != nil {
-		t.Fatal(err)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpuSum, wallSum = cpuSum+cpuTime()-cpu0, wallSum+time.Since(wall0)
+		checkAccounting(b, sum, -1)
 	}
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
-	checkAccounting(t, sum, -1)
-	// The shutdown waits about a second for the sandboxes to close. A loop
-	// spinning on ctx.Done() burns a core all that time; waiting costs
-	// next to nothing. (A resource bound, not a speed: a busier machine
-	// only lowers it.)
-	if wall < 900*time.Millisecond {
-		t.Fatalf("the shutdown took %v; the slow sandboxes should hold it for a second", wall)
-	}
-	if cpu > wall/2 {
-		t.Errorf("the shutdown used %v of CPU in %v: Run spins while it waits", cpu, wall)
-	}
+	b.ReportMetric(float64(cpuSum)/float64(wallSum), "cpu/wall")
 }
 
 // drySource serves up to limit tasks from src, then answers as dry says:
@@ -229,29 +226,30 @@ func TestCancelledRunDoesNotWaitForTasks(t *testing.T) {
 	checkAccounting(t, sum, 0)
 }
 
-// Sizes so large that a count would overflow are refused, naming the flag.
+// Sizes so large that a count would overflow are refused, naming the
+// field (commands name their flag: cmd/frog/cli's limits test).
 func TestConfigRefusesAbsurdSizes(t *testing.T) {
 	for _, tc := range []struct {
-		set  func(*Config)
-		flag string
+		set   func(*Config)
+		field string
 	}{
-		{func(c *Config) { c.Concurrency = math.MaxInt }, "--concurrency"},
-		{func(c *Config) { c.GroupSize = math.MaxInt }, "--group-size"},
-		{func(c *Config) { c.GroupsPerUpdate = math.MaxInt }, "--groups-per-update"},
-		{func(c *Config) { c.MaxStaleness = math.MaxInt }, "--max-staleness"},
-		{func(c *Config) { c.MaxAttempts = math.MaxInt }, "--max-retries"},
-		{func(c *Config) { c.MaxSteps = math.MaxInt }, "--max-steps"},
-		{func(c *Config) { c.MaxTries = math.MaxInt }, "--tries"},
-		{func(c *Config) { c.MaxBatch = math.MaxInt }, "--max-batch"},
-		{func(c *Config) { c.InferenceWorkers = math.MaxInt }, "--inference-workers"},
-		{func(c *Config) { c.TaskRefill = math.MaxInt }, "--task-refill"},
-		{func(c *Config) { c.CheckpointEvery = -1 }, "--checkpoint-every"},
+		{func(c *Config) { c.Concurrency = math.MaxInt }, "Concurrency"},
+		{func(c *Config) { c.GroupSize = math.MaxInt }, "GroupSize"},
+		{func(c *Config) { c.GroupsPerUpdate = math.MaxInt }, "GroupsPerUpdate"},
+		{func(c *Config) { c.MaxStaleness = math.MaxInt }, "MaxStaleness"},
+		{func(c *Config) { c.MaxAttempts = math.MaxInt }, "MaxAttempts"},
+		{func(c *Config) { c.MaxSteps = math.MaxInt }, "MaxSteps"},
+		{func(c *Config) { c.MaxTries = math.MaxInt }, "MaxTries"},
+		{func(c *Config) { c.MaxBatch = math.MaxInt }, "MaxBatch"},
+		{func(c *Config) { c.InferenceWorkers = math.MaxInt }, "InferenceWorkers"},
+		{func(c *Config) { c.TaskRefill = math.MaxInt }, "TaskRefill"},
+		{func(c *Config) { c.CheckpointEvery = -1 }, "CheckpointEvery"},
 	} {
 		c := DefaultConfig()
 		tc.set(&c)
-		err := c.Validate()
-		if err == nil || !strings.HasPrefix(err.Error(), tc.flag+" ") {
-			t.Errorf("%s: Validate() = %v; want an error naming %s", tc.flag, err, tc.flag)
+		var ce *ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: Validate() = %v; want a *ConfigError of %s", tc.field, err, tc.field)
 		}
 	}
 }

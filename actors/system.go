@@ -119,47 +119,63 @@ const (
 	MaxStaleness = math.MaxInt32
 )
 
-// Validate reports the first nonsensical field, naming its flag.
+// Validate reports the first field out of its range, as a *ConfigError.
 func (c Config) Validate() error {
+	bad := func(field string, value any, want string, args ...any) error {
+		return &ConfigError{Field: field, Value: value, Want: fmt.Sprintf(want, args...)}
+	}
 	switch {
 	case c.Episodes < 0:
-		return fmt.Errorf("--episodes %d: want >= 0", c.Episodes)
+		return bad("Episodes", c.Episodes, ">= 0")
 	case c.Episodes == 0 && c.Duration <= 0:
-		return errors.New("--episodes 0 needs a --duration, or the run would never end")
+		return bad("Episodes", c.Episodes, "> 0 when Duration is 0, or the run would never end")
 	case c.Duration < 0:
-		return fmt.Errorf("--duration %v: want >= 0", c.Duration)
+		return bad("Duration", c.Duration, ">= 0")
 	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
-		return fmt.Errorf("--concurrency %d: want 1 to %d", c.Concurrency, MaxConcurrency)
+		return bad("Concurrency", c.Concurrency, "1 to %d", MaxConcurrency)
 	case c.GroupSize < 1 || c.GroupSize > MaxGroupSize:
-		return fmt.Errorf("--group-size %d: want 1 to %d", c.GroupSize, MaxGroupSize)
+		return bad("GroupSize", c.GroupSize, "1 to %d", MaxGroupSize)
 	case c.GroupsPerUpdate < 0 || c.GroupsPerUpdate > MaxBatch:
-		return fmt.Errorf("--groups-per-update %d: want 0 to %d (0 picks one)", c.GroupsPerUpdate, MaxBatch)
+		return bad("GroupsPerUpdate", c.GroupsPerUpdate, "0 to %d (0 picks one)", MaxBatch)
 	case c.MaxStaleness < 0 || c.MaxStaleness > MaxStaleness:
-		return fmt.Errorf("--max-staleness %d: want 0 to %d", c.MaxStaleness, MaxStaleness)
+		return bad("MaxStaleness", c.MaxStaleness, "0 to %d", MaxStaleness)
 	case c.MaxAttempts < 1 || c.MaxAttempts > MaxRetries+1:
-		return fmt.Errorf("--max-retries %d: want 0 to %d", c.MaxAttempts-1, MaxRetries)
+		return bad("MaxAttempts", c.MaxAttempts, "1 to %d", MaxRetries+1)
 	case c.MaxSteps < 1 || c.MaxSteps > MaxSteps:
-		return fmt.Errorf("--max-steps %d: want 1 to %d", c.MaxSteps, MaxSteps)
+		return bad("MaxSteps", c.MaxSteps, "1 to %d", MaxSteps)
 	case c.MaxTries < 0 || c.MaxTries > MaxSteps:
-		return fmt.Errorf("--tries %d: want 0 to %d", c.MaxTries, MaxSteps)
+		return bad("MaxTries", c.MaxTries, "0 to %d", MaxSteps)
 	case c.MaxBatch < 1 || c.MaxBatch > MaxBatch:
-		return fmt.Errorf("--max-batch %d: want 1 to %d", c.MaxBatch, MaxBatch)
+		return bad("MaxBatch", c.MaxBatch, "1 to %d", MaxBatch)
 	case c.MaxWait < 0:
-		return fmt.Errorf("--max-wait %v: want >= 0", c.MaxWait)
+		return bad("MaxWait", c.MaxWait, ">= 0")
 	case c.InferenceWorkers < 1 || c.InferenceWorkers > MaxConcurrency:
-		return fmt.Errorf("--inference-workers %d: want 1 to %d", c.InferenceWorkers, MaxConcurrency)
+		return bad("InferenceWorkers", c.InferenceWorkers, "1 to %d", MaxConcurrency)
 	case c.SynthWorkers < 0 || c.SynthWorkers > MaxWorkers:
-		return fmt.Errorf("--synth-workers %d: want 1 to %d", c.SynthWorkers, MaxWorkers)
+		return bad("SynthWorkers", c.SynthWorkers, "1 to %d", MaxWorkers)
 	case c.TaskRefill < 0 || c.TaskRefill > MaxBatch:
-		return fmt.Errorf("--task-refill %d: want 1 to %d", c.TaskRefill, MaxBatch)
+		return bad("TaskRefill", c.TaskRefill, "1 to %d", MaxBatch)
 	case c.MaxUpdateFailures < 0:
-		return fmt.Errorf("--max-update-failures %d: want >= 0 (0: never end the run)", c.MaxUpdateFailures)
+		return bad("MaxUpdateFailures", c.MaxUpdateFailures, ">= 0 (0: never end the run)")
 	case c.CheckpointEvery < 0:
-		return fmt.Errorf("--checkpoint-every %d: want >= 0 (0: only at the end)", c.CheckpointEvery)
+		return bad("CheckpointEvery", c.CheckpointEvery, ">= 0 (0: only at the end)")
 	case !(c.TryCost >= 0 && c.TryCost < 1):
-		return fmt.Errorf("--try-cost %v: want a share in [0, 1)", c.TryCost)
+		return bad("TryCost", c.TryCost, "a share in [0, 1)")
 	}
 	return nil
+}
+
+// ConfigError is a Config field out of its range. Commands name their
+// flag in its place (Field is the Go name: a Config is not only made from
+// flags).
+type ConfigError struct {
+	Field string
+	Value any
+	Want  string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("actors.Config.%s %v: want %s", e.Field, e.Value, e.Want)
 }
 
 // WithDefaults fills the zero fields that have a derived default.

@@ -265,7 +265,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	}
 	pol, _ := evalPolicy(o.policy, 1)
 	cfg := actors.DefaultConfig()
-	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = "bench-tries", o.concurrency, o.tries, o.tries+12
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = "bench-tries", o.concurrency, o.tries, env.StepsForTries(o.tries)
 	// The third pass is the first pass of a later run on the same store: a
 	// new harness (its outcome cache empty, as a new process's is) over the
 	// binaries the earlier passes left in the binary cache, and a policy

@@ -42,13 +42,38 @@ func curriculumHelp() string {
 		" (frontier: replay by expected learnability, retire hopeless and saturated tasks, steer synthesis to learnable bins; see docs/curriculum.md)"
 }
 
-// newCurriculum makes the curriculum named name.
-func newCurriculum(name string, difficulty, passRate, rate float64, o replayOptions, seed uint64, groupsPerUpdate int) (synth.Curriculum, error) {
+// The target curriculum's pass rate and step where a command has no flag
+// for them.
+const (
+	defaultPassRate   = 0.5
+	defaultTargetRate = 0.01
+)
+
+// curriculumSpec says which curriculum a command runs, and how.
+type curriculumSpec struct {
+	// Name is the value of --curriculum.
+	Name string
+	// Difficulty is what fixed asks for, where target starts, and what the
+	// replay strategies ask of sources that take only a difficulty.
+	Difficulty float64
+	// PassRate is the pass rate target keeps; Rate its step per outcome.
+	PassRate, Rate float64
+	// Replay are the replay strategies' flags.
+	Replay replayOptions
+	Seed   uint64
+	// GroupsPerUpdate sizes the replay estimate's forgetting (at least 1).
+	GroupsPerUpdate int
+}
+
+// newCurriculum makes the curriculum s names; a bad name or setting is a
+// UsageError.
+func newCurriculum(s curriculumSpec) (synth.Curriculum, error) {
+	name, difficulty, o, seed, groupsPerUpdate := s.Name, s.Difficulty, s.Replay, s.Seed, s.GroupsPerUpdate
 	switch name {
 	case "fixed":
 		return &synth.Fixed{D: difficulty}, nil
 	case "target":
-		c, err := synth.NewTarget(passRate, difficulty, rate)
+		c, err := synth.NewTarget(s.PassRate, difficulty, s.Rate)
 		if err != nil {
 			return nil, &UsageError{Err: err}
 		}

@@ -119,7 +119,7 @@ func (o *evalOptions) validate() error {
 		}
 	}
 	if o.MaxSteps == 0 {
-		o.MaxSteps = o.Tries + 12
+		o.MaxSteps = env.StepsForTries(o.Tries)
 	}
 	return nil
 }

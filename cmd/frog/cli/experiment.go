@@ -177,7 +177,7 @@ func (o *experimentOptions) validate() error {
 		return err
 	}
 	for _, s := range o.Strategies {
-		if _, err := newCurriculum(s, 0, 0.5, 0.01, o.Replay, 1, o.GroupsPer); err != nil {
+		if _, err := newCurriculum(curriculumSpec{Name: s, PassRate: defaultPassRate, Rate: defaultTargetRate, Replay: o.Replay, Seed: 1, GroupsPerUpdate: o.GroupsPer}); err != nil {
 			return err
 		}
 	}
@@ -499,7 +499,7 @@ func runSimExperiment(ctx context.Context, o *experimentOptions, strategy string
 	}
 	var execs atomic.Int64
 	prov := countingProvider{sp, &execs}
-	cur, err := newCurriculum(strategy, 0, 0.5, 0.01, o.Replay, seed, o.GroupsPer)
+	cur, err := newCurriculum(curriculumSpec{Name: strategy, PassRate: defaultPassRate, Rate: defaultTargetRate, Replay: o.Replay, Seed: seed, GroupsPerUpdate: o.GroupsPer})
 	if err != nil {
 		return runResult{}, err
 	}

@@ -209,7 +209,7 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	if err != nil {
 		return runResult{}, usagef("--tasks %s: %v", o.Real.Tasks, err)
 	}
-	cur, err := newCurriculum(strategy, 4, 0.5, 0.01, o.Replay, seed, o.GroupsPer)
+	cur, err := newCurriculum(curriculumSpec{Name: strategy, Difficulty: 4, PassRate: defaultPassRate, Rate: defaultTargetRate, Replay: o.Replay, Seed: seed, GroupsPerUpdate: o.GroupsPer})
 	if err != nil {
 		return runResult{}, err
 	}
@@ -244,7 +244,7 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	// episodes are bounded too (maxRealEpisodes), in case a run's tasks
 	// all come to be answered from its cache.
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = maxRealEpisodes, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
-	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, o.Real.Tries+12, o.Refill
+	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, env.StepsForTries(o.Real.Tries), o.Refill
 	cfg.TryCost = o.Real.TryCost
 	deps := actors.Deps{
 		Provider: x.prov, Learner: learner, Source: q.Source(st), Curriculum: cur, Harness: h,
@@ -325,7 +325,7 @@ func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Po
 	g := *p
 	g.Greedy = true
 	cfg := actors.DefaultConfig()
-	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = name+"-eval", x.o.Concurrency, x.o.Real.EvalTries, x.o.Real.EvalTries+12
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = name+"-eval", x.o.Concurrency, x.o.Real.EvalTries, env.StepsForTries(x.o.Real.EvalTries)
 	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
 		actors.Deps{Provider: x.prov, Harness: x.eval.h, Log: zerolog.Nop()})
 	if err != nil {

@@ -69,7 +69,7 @@ func checkpointedCurriculum(t *testing.T, run string) synth.CurriculumStats {
 		t.Fatal(err)
 	}
 	o := rec.Config
-	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
+	cur, err := newCurriculum(o.curriculumSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

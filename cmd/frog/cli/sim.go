@@ -132,8 +132,8 @@ func (o *simOptions) real() bool {
 }
 
 func (o *simOptions) validate() error {
-	if err := o.Run.Validate(); err != nil {
-		return &UsageError{Err: err}
+	if err := validateRun(o.Run); err != nil {
+		return err
 	}
 	if err := o.Sandbox.validate(); err != nil {
 		return err
@@ -147,7 +147,7 @@ func (o *simOptions) validate() error {
 	if err := checkRunName(o.Name); err != nil {
 		return err
 	}
-	if _, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed, 4); err != nil {
+	if _, err := newCurriculum(curriculumSpec{Name: o.Curriculum, Difficulty: o.Difficulty, PassRate: o.TargetPassRate, Rate: o.CurriculumRate, Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: 4}); err != nil {
 		return err
 	}
 	for name, v := range map[string]float64{"--time-scale": o.TimeScale, "--difficulty": o.Difficulty,
@@ -223,7 +223,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		return err
 	}
 	defer release()
-	cur, err := newCurriculum(o.Curriculum, o.Difficulty, o.TargetPassRate, o.CurriculumRate, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
+	cur, err := newCurriculum(curriculumSpec{Name: o.Curriculum, Difficulty: o.Difficulty, PassRate: o.TargetPassRate, Rate: o.CurriculumRate, Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: o.Run.GroupsPerUpdate})
 	if err != nil {
 		return err
 	}

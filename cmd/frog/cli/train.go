@@ -175,9 +175,17 @@ the run's counting: --episodes and --duration are the whole run's);
 	return c
 }
 
+// curriculumSpec is the curriculum the flags name.
+func (o *trainOptions) curriculumSpec() curriculumSpec {
+	return curriculumSpec{Name: o.Curriculum, Difficulty: o.StartDiff, PassRate: o.TargetPassRate, Rate: defaultTargetRate,
+		Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: o.Run.GroupsPerUpdate}
+}
+
 func (o *trainOptions) validate(c *cobra.Command) error {
 	if o.Resume == "" {
-		if _, err := newCurriculum(o.Curriculum, o.StartDiff, 0.5, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate); err != nil {
+		spec := o.curriculumSpec()
+		spec.PassRate = defaultPassRate // checked on its own below, with its flag's name
+		if _, err := newCurriculum(spec); err != nil {
 			return err
 		}
 	}
@@ -207,15 +215,15 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 		return err
 	}
 	if o.Run.MaxSteps == 0 {
-		o.Run.MaxSteps = o.Run.MaxTries + 12
+		o.Run.MaxSteps = env.StepsForTries(o.Run.MaxTries)
 	}
 	o.Learner.NoStop = !o.stop
 	o.Learner.NoKeep = !o.keep
 	if o.Learner.KeepZeroVariance && !c.Flags().Changed("refill-zero-variance") {
 		o.Run.RefillZeroVariance = false // kept groups must reach the learner
 	}
-	if err := o.Run.Validate(); err != nil {
-		return &UsageError{Err: err}
+	if err := validateRun(o.Run); err != nil {
+		return err
 	}
 	if o.Run.GroupSize < 2 {
 		return usagef("--group-size %d: GRPO compares a task's rollouts within a group; want >= 2", o.Run.GroupSize)
@@ -340,7 +348,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	}
 	defer learner.Close()
 
-	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
+	cur, err := newCurriculum(o.curriculumSpec())
 	if err != nil {
 		return err
 	}
@@ -702,7 +710,7 @@ func (t *trainer) baselines(ctx context.Context) {
 
 func (t *trainer) record(ctx context.Context, kind, name string, update int64, p policy.Policy) {
 	cfg := actors.DefaultConfig()
-	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, t.o.EvalTries+12
+	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, env.StepsForTries(t.o.EvalTries)
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).Int("tasks", len(t.heldout)).Msg("held-out evaluation started")
 	t0 := time.Now()
 	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,

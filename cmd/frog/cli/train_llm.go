@@ -38,8 +38,8 @@ func (o *trainOptions) validateLLM() error {
 		return err
 	}
 	o.Run.MaxSteps, o.Run.MaxTries = cfg.MaxTurns, 0
-	if err := o.Run.Validate(); err != nil {
-		return &UsageError{Err: err}
+	if err := validateRun(o.Run); err != nil {
+		return err
 	}
 	if err := checkSandbox(o.Sandbox.Kind, "docker", "process", "auto"); err != nil {
 		return err
@@ -105,7 +105,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 		return err
 	}
 	defer closeSrc()
-	cur, err := newCurriculum(o.Curriculum, o.StartDiff, o.TargetPassRate, 0.01, o.ReplayOpts, o.Seed, o.Run.GroupsPerUpdate)
+	cur, err := newCurriculum(o.curriculumSpec())
 	if err != nil {
 		return err
 	}

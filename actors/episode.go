@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +75,9 @@ type episode struct {
 	// Inline mode: the open sandbox and the episode's state machine.
 	sb env.Sandbox
 	ep *env.Episode
+	// gone is set when the actor stops; its requests to the policy server
+	// carry it (ActRequest.Gone).
+	gone atomic.Bool
 }
 
 // inlineDispatcher runs an inline episode's mailbox on the goroutine that
@@ -108,6 +112,9 @@ func (e *episode) Receive(ctx actor.Context) {
 			e.finish(ctx, &runDone{attempt: e.attempt, err: context.Canceled})
 		}
 	case *actor.Restarting, *actor.Stopping:
+		if _, ok := m.(*actor.Stopping); ok {
+			e.gone.Store(true)
+		}
 		if e.cancel != nil {
 			e.cancel()
 		}
@@ -189,7 +196,7 @@ func (e *episode) startInline(ctx actor.Context) {
 // next asks for the next action, or finishes the episode.
 func (e *episode) next(ctx actor.Context) {
 	if obs, ok := e.ep.Observation(); ok {
-		ctx.Send(e.deps.server, &ActRequest{Obs: obs, ReplyTo: ctx.Self()})
+		ctx.Send(e.deps.server, &ActRequest{Obs: obs, ReplyTo: ctx.Self(), Gone: &e.gone})
 		return
 	}
 	var traj env.Trajectory

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"sync/atomic"
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
@@ -74,6 +75,10 @@ type SynthTasks struct {
 type ActRequest struct {
 	Obs     env.Observation
 	ReplyTo *actor.PID
+	// Gone, when set, becomes true once ReplyTo stops: the policy server
+	// then drops the answer (it would only feed the dead letters). Without
+	// it the server asks the process registry, a lookup a step.
+	Gone *atomic.Bool
 }
 
 // ActResponse answers ActRequest. Action.Version is the policy version that

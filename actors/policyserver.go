@@ -155,7 +155,7 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 		deliver := func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := batch[i]
-				if _, ok := registry.Get(r.ReplyTo); !ok {
+				if gone := r.Gone; gone != nil && gone.Load() || gone == nil && !registered(registry, r.ReplyTo) {
 					// The episode is gone (cancelled, crashed, its runner
 					// done): its answer would only feed the dead letters.
 					s.dropped.Add(1)
@@ -183,6 +183,12 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 		}
 		root.Send(self, &batchDone{})
 	}()
+}
+
+// registered reports whether pid's process is still in the registry.
+func registered(registry *actor.ProcessRegistryValue, pid *actor.PID) bool {
+	_, ok := registry.Get(pid)
+	return ok
 }
 
 // actSafely runs a batch on pol; a panic of the policy is an

@@ -3,7 +3,13 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
@@ -93,5 +99,64 @@ func TestPolicyServerErrorsArePerItem(t *testing.T) {
 				t.Errorf("policy server errors %d, want %d (one per failed request: two attempts of %d episodes)", sum.PolicyServer.Errors, 2*odd, odd)
 			}
 		})
+	}
+}
+
+// constant answers every observation with a submit.
+type constant struct{}
+
+func (constant) Act(_ context.Context, obs []env.Observation, acts []env.Action) error {
+	for i := range obs {
+		acts[i] = env.Action{Tool: env.ToolSubmit}
+	}
+	return nil
+}
+
+// An answer to an asker that is gone is dropped, not sent to the dead
+// letters: by the flag the asker's request carries (Gone), or, without
+// one, by the process registry.
+func TestPolicyServerDropsAnswersToTheGone(t *testing.T) {
+	system := actor.NewActorSystem()
+	var runners sync.WaitGroup
+	server := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &policyServer{pol: constant{}, maxBatch: 8, maxInflight: 1, root: system.Root, runners: &runners}
+	}))
+	defer system.Root.Stop(server)
+	got := make(chan *ActResponse, 4)
+	alive := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if r, ok := c.Message().(*ActResponse); ok {
+			got <- r
+		}
+	}))
+	stopped := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	if err := system.Root.StopFuture(stopped).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var gone, live atomic.Bool
+	gone.Store(true)
+	for _, r := range []*ActRequest{
+		{Obs: env.Observation{Step: 1}, ReplyTo: alive, Gone: &gone}, // flagged gone: dropped
+		{Obs: env.Observation{Step: 2}, ReplyTo: stopped},            // not registered: dropped
+		{Obs: env.Observation{Step: 3}, ReplyTo: alive, Gone: &live}, // answered
+		{Obs: env.Observation{Step: 4}, ReplyTo: alive},              // registered: answered
+	} {
+		system.Root.Send(server, r)
+	}
+	var steps []int
+	for len(steps) < 2 {
+		select {
+		case r := <-got:
+			steps = append(steps, r.Step)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answered steps %v; want 3 and 4", steps)
+		}
+	}
+	runners.Wait()
+	res, err := system.Root.RequestFuture(server, &GetStats{}, time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.(*PolicyServerStats); st.Dropped != 2 || slices.Contains(steps, 1) || slices.Contains(steps, 2) {
+		t.Errorf("answered steps %v, dropped %d; want 3 and 4 answered, 2 dropped", steps, st.Dropped)
 	}
 }

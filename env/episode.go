@@ -84,6 +84,10 @@ func Run(ctx context.Context, sb Sandbox, agent Agent, task *Task, opts RunOptio
 	return ep.Finish(ctx, sb)
 }
 
+// minSteps is the room a trajectory starts with: the shortest repair
+// (view, edit, submit). Longer episodes grow it as they go.
+const minSteps = 3
+
 // Episode is the step loop of one episode as a state machine: Run drives it
 // with a blocking Agent; the actor runtime drives it from messages when the
 // sandbox never blocks. Observation, Apply, Apply, …, Finish. An Episode is
@@ -107,7 +111,7 @@ type Episode struct {
 func NewEpisode(task *Task, opts RunOptions) *Episode {
 	opts = opts.withDefaults()
 	return &Episode{task: task, view: new(task.View()), opts: opts, ws: NewWorkspace(task), traj: Trajectory{
-		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, 4)),
+		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, minSteps)),
 	}}
 }
 
@@ -321,7 +325,7 @@ func (e *Episode) edit(ctx context.Context, sb Sandbox, act Action) (StepResult,
 
 // read returns a workspace file's content, nil when it does not exist.
 func (e *Episode) read(ctx context.Context, sb Sandbox, path string) ([]byte, error) {
-	if data, ok := e.ws.changed[path]; ok {
+	if data, ok := e.ws.current(path); ok {
 		return data, nil
 	}
 	data, err := sb.ReadFile(ctx, path)
@@ -356,7 +360,7 @@ func (e *Episode) revert(ctx context.Context, sb Sandbox) (StepResult, error) {
 		}
 		n++
 	}
-	e.ws.changed, e.ws.hash = nil, ""
+	e.ws.reverted()
 	return StepResult{Output: fmt.Sprintf("reverted %d files", n)}, nil
 }
 

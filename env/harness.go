@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"maps"
 	"slices"
 )
 
@@ -72,55 +71,92 @@ type Cost struct {
 // it during a call and keep nothing of it but its hash and copies.
 type Workspace struct {
 	Task *Task
-	// changed holds the current content of changed files; orig the
-	// content at the start of every file written (nil: the file did not
-	// exist), in the order first written. An episode writes few files, so
-	// orig is a list.
+	// files holds every file the episode wrote, in the order first
+	// written: its content at the start (orig; nil: it did not exist) and
+	// now (data), and whether the two differ. An episode writes few files,
+	// so this is a list.
+	files []wsFile
+	// changed is Changed's map, made when asked for and dropped by writes.
 	changed map[string][]byte
-	orig    []origFile
 	hash    string
 }
 
-type origFile struct {
-	path string
-	data []byte
+type wsFile struct {
+	path       string
+	orig, data []byte
+	differs    bool
+}
+
+func (w *Workspace) file(path string) *wsFile {
+	for i := range w.files {
+		if w.files[i].path == path {
+			return &w.files[i]
+		}
+	}
+	return nil
 }
 
 // original returns file's content at the start, and whether the
 // episode has written it.
 func (w *Workspace) original(file string) ([]byte, bool) {
-	for i := range w.orig {
-		if w.orig[i].path == file {
-			return w.orig[i].data, true
-		}
+	if f := w.file(file); f != nil {
+		return f.orig, true
+	}
+	return nil, false
+}
+
+// current returns file's content when it differs from the start, and
+// whether it does.
+func (w *Workspace) current(file string) ([]byte, bool) {
+	if f := w.file(file); f != nil && f.differs {
+		return f.data, true
 	}
 	return nil, false
 }
 
 // NewWorkspace is the state of a fresh workspace of task.
-func NewWorkspace(task *Task) *Workspace {
-	return &Workspace{Task: task} // the maps are made by the first write
-}
+func NewWorkspace(task *Task) *Workspace { return &Workspace{Task: task} }
 
 // Changed returns the current content of every file that differs from the
 // task's start, by workspace path. The map is the workspace's: read it only.
-func (w *Workspace) Changed() map[string][]byte { return w.changed }
+func (w *Workspace) Changed() map[string][]byte {
+	if w.changed == nil {
+		w.changed = make(map[string][]byte, len(w.files))
+		for i := range w.files {
+			if f := &w.files[i]; f.differs {
+				w.changed[f.path] = f.data
+			}
+		}
+	}
+	return w.changed
+}
 
 // Files lists the changed files, sorted.
-func (w *Workspace) Files() []string { return slices.Sorted(maps.Keys(w.changed)) }
+func (w *Workspace) Files() []string {
+	var out []string
+	for i := range w.files {
+		if w.files[i].differs {
+			out = append(out, w.files[i].path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Hash identifies the state: "" for the task's start, else a hash of the
 // changed files' paths and contents.
 func (w *Workspace) Hash() string {
-	if len(w.changed) == 0 {
-		return ""
-	}
 	if w.hash == "" {
+		files := w.Files()
+		if len(files) == 0 {
+			return ""
+		}
 		h := sha256.New()
-		for _, f := range w.Files() {
+		for _, f := range files {
+			data, _ := w.current(f)
 			h.Write([]byte(f))
 			h.Write([]byte{0})
-			h.Write(w.changed[f])
+			h.Write(data)
 			h.Write([]byte{0})
 		}
 		w.hash = hex.EncodeToString(h.Sum(nil))[:24]
@@ -131,20 +167,22 @@ func (w *Workspace) Hash() string {
 // record notes that file now holds data, having held was (nil: absent)
 // before this write.
 func (w *Workspace) record(file string, was, data []byte) {
-	w.hash = ""
-	if w.changed == nil {
-		w.changed = make(map[string][]byte, 1)
+	w.hash, w.changed = "", nil
+	f := w.file(file)
+	if f == nil {
+		w.files = append(w.files, wsFile{path: file, orig: was})
+		f = &w.files[len(w.files)-1]
 	}
-	orig, seen := w.original(file)
-	if !seen {
-		orig = was
-		w.orig = append(w.orig, origFile{file, was})
+	f.data = data
+	f.differs = f.orig == nil || string(f.orig) != string(data)
+}
+
+// reverted notes that every file is back as it was at the start.
+func (w *Workspace) reverted() {
+	w.hash, w.changed = "", nil
+	for i := range w.files {
+		w.files[i].data, w.files[i].differs = w.files[i].orig, false
 	}
-	if orig != nil && string(orig) == string(data) {
-		delete(w.changed, file)
-		return
-	}
-	w.changed[file] = data
 }
 
 // Workspaces lays out tasks' workspaces for sandbox providers: the module

@@ -413,8 +413,17 @@ func (e *Estimate) Outside(id string) (hopeless, saturated bool) {
 		return false, false
 	}
 	a, b := e.Posterior(id, t.bin)
+	// Cantelli's inequality bounds each tail by σ²/(σ² + t²), t the
+	// distance from the mean to Lo or Hi: where that bound is at most
+	// Confidence the tail is too, and the Beta's CDF (the costly part, run
+	// for every outcome) need not be computed. The answer is the same.
+	mean := a / (a + b)
+	v := a * b / ((a + b) * (a + b) * (a + b + 1))
+	tailAtMost := func(t float64) bool { return t > 0 && v/(v+t*t) <= e.cfg.Confidence }
 	d := distuv.Beta{Alpha: a, Beta: b}
-	return d.CDF(e.cfg.Lo) > e.cfg.Confidence, 1-d.CDF(e.cfg.Hi) > e.cfg.Confidence
+	hopeless = !tailAtMost(mean-e.cfg.Lo) && d.CDF(e.cfg.Lo) > e.cfg.Confidence
+	saturated = !tailAtMost(e.cfg.Hi-mean) && 1-d.CDF(e.cfg.Hi) > e.cfg.Confidence
+	return hopeless, saturated
 }
 
 // BinScore is the expected learnability of a fresh task from bin: that of

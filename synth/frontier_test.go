@@ -1,8 +1,11 @@
 package synth
 
 import (
+	"fmt"
 	"math"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/frognano/frog/env"
 )
@@ -203,5 +206,35 @@ func TestPredictorCorrectsThePrior(t *testing.T) {
 	// No prediction: the bin's prior as before.
 	if a, b := e.Posterior("unknown", "b"); !near(a, 4.0/6) || !near(b, 4*5.0/6) {
 		t.Errorf("task without a prediction in bin b: Beta(%v, %v), want Beta(2/3, 10/3)", a, b)
+	}
+}
+
+// Outside's shortcut (a Cantelli bound before the Beta's CDF) gives the
+// answer the CDF alone gives, over posteriors from nothing to thousands of
+// outcomes on both sides of the band.
+func TestOutsideShortcutAgreesWithTheCDF(t *testing.T) {
+	cfg := DefaultEstimateConfig()
+	e, err := NewEstimate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, pass := range []float64{0, 0.5, 1, 2, 3, 5, 10, 30, 100, 1000} {
+		for _, fail := range []float64{0, 0.5, 1, 2, 3, 5, 10, 30, 100, 1000} {
+			id := fmt.Sprintf("t%v-%v", pass, fail)
+			e.tasks[id] = &taskBelief{bin: "b", ev: evidence{pass: pass, fail: fail}, tries: 1}
+			a, b := e.Posterior(id, "b")
+			d := distuv.Beta{Alpha: a, Beta: b}
+			wantH, wantS := d.CDF(cfg.Lo) > cfg.Confidence, 1-d.CDF(cfg.Hi) > cfg.Confidence
+			if h, s := e.Outside(id); h != wantH || s != wantS {
+				t.Errorf("Beta(%v, %v): Outside = %v, %v; the CDF says %v, %v", a, b, h, s, wantH, wantS)
+			}
+			if wantH || wantS {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no posterior was outside the band: the test checks nothing")
 	}
 }

@@ -209,6 +209,9 @@ type Replay struct {
 	reqOf map[string]string
 	reqEv map[string]*evidence
 	t     tally
+	// rankW[i] is the score weight of rank i+1, (i+1)^(−1/Temperature),
+	// grown as the candidates grow (weights).
+	rankW []float64
 	st    FrontierStats
 }
 
@@ -401,11 +404,14 @@ func (r *Replay) weights(cands []*entry) []float64 {
 	for i, e := range cands {
 		score[i], order[i] = r.est.Score(e.t.ID, e.bin), i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(score[b], score[a]) })
 	var ssum, csum float64
 	stale := make([]float64, len(cands))
+	for i := len(r.rankW); i < len(cands); i++ {
+		r.rankW = append(r.rankW, math.Pow(float64(i+1), -1/r.cfg.Temperature))
+	}
 	for rank, i := range order {
-		w[i] = math.Pow(float64(rank+1), -1/r.cfg.Temperature)
+		w[i] = r.rankW[rank]
 		ssum += w[i]
 	}
 	for i, e := range cands {

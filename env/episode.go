@@ -468,7 +468,7 @@ func Splice(src []byte, edits []Edit) ([]byte, error) {
 			es[j], es[j-1] = es[j-1], es[j]
 		}
 	}
-	var out []byte
+	out := make([]byte, 0, len(src)+16)
 	at := 0
 	for _, ed := range es {
 		end := ed.Offset + len(ed.Old)

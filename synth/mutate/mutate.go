@@ -3,7 +3,6 @@ package mutate
 import (
 	"github.com/frognano/frog/env"
 
-	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -117,7 +116,7 @@ func (s Site) Apply() (mutated []byte, patch string, err error) {
 // gold patch that turns it back into src. It fails if the edits do not
 // match src or overlap, or if the mutant does not parse.
 func Patch(filename string, src []byte, edits []Edit) (mutated []byte, patch string, err error) {
-	mutated, err = Splice(src, edits)
+	mutated, err = env.Splice(src, edits)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply: %w", err)
 	}
@@ -137,32 +136,13 @@ func Undo(mutated []byte, edits []Edit) ([]byte, error) {
 		inv[i] = Edit{Offset: e.Offset + shift, Old: e.New, New: e.Old}
 		shift += len(e.New) - len(e.Old)
 	}
-	return Splice(mutated, inv)
+	return env.Splice(mutated, inv)
 }
-
-var errEdit = errors.New("edit does not match source")
 
 func sortedEdits(edits []Edit) []Edit {
 	s := append([]Edit(nil), edits...)
 	sort.SliceStable(s, func(i, j int) bool { return s[i].Offset < s[j].Offset })
 	return s
-}
-
-// Splice applies edits, given in offsets of src and not overlapping, to
-// src. It fails if an edit's Old is not what src holds at its offset.
-func Splice(src []byte, edits []Edit) ([]byte, error) {
-	out := make([]byte, 0, len(src)+16)
-	last := 0
-	for _, e := range sortedEdits(edits) {
-		end := e.Offset + len(e.Old)
-		if e.Offset < last || end > len(src) || string(src[e.Offset:end]) != e.Old {
-			return nil, fmt.Errorf("at offset %d: %w", e.Offset, errEdit)
-		}
-		out = append(out, src[last:e.Offset]...)
-		out = append(out, e.New...)
-		last = end
-	}
-	return append(out, src[last:]...), nil
 }
 
 // inverseRegions maps edits (in original coordinates) to changed regions from

@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"math"
 	"sync"
+
+	"github.com/frognano/frog/env"
 )
 
 // LM is a token trigram model of a module's code: how natural a line is
@@ -175,7 +177,7 @@ func (lm *LM) Delta(src []byte, edits []Edit) float64 {
 	if lm == nil || len(edits) == 0 {
 		return 0
 	}
-	b, err := Splice(src, edits)
+	b, err := env.Splice(src, edits)
 	if err != nil {
 		return 0
 	}

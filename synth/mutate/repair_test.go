@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/frognano/frog/env"
 )
 
 // TestRepairsUndoMutations mutates the testdata files with every operator
@@ -49,7 +51,7 @@ func TestRepairsUndoMutations(t *testing.T) {
 			}
 			found := false
 			for _, r := range Repairs(mset, mf, mutant, minfo, lines) {
-				fixed, err := Splice(mutant, r.Edits)
+				fixed, err := env.Splice(mutant, r.Edits)
 				if err == nil && string(fixed) == string(src) {
 					found = true
 					break

@@ -649,7 +649,7 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 				surprise[l.Line] = s
 			}
 			perLine[l] = append(perLine[l], env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
-				Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: toEnvEdits(r.Edits), Affinity: r.Affinity, Local: r.Local,
+				Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: slices.Clone(r.Edits), Affinity: r.Affinity, Local: r.Local,
 				Natural: lm.Delta(sf.src, r.Edits), Surprise: s})
 		}
 	}
@@ -748,22 +748,6 @@ func firstHit(lo, hi int, lines []int) int {
 		}
 	}
 	return lo
-}
-
-func toEnvEdits(es []mutate.Edit) []env.Edit {
-	out := make([]env.Edit, len(es))
-	for i, e := range es {
-		out[i] = env.Edit{Offset: e.Offset, Old: e.Old, New: e.New}
-	}
-	return out
-}
-
-func toSynthEdits(es []env.Edit) []synth.Edit {
-	out := make([]synth.Edit, len(es))
-	for i, e := range es {
-		out[i] = synth.Edit{Offset: e.Offset, Old: e.Old, New: e.New}
-	}
-	return out
 }
 
 // typedPackage is one package of a workspace, parsed and (best effort)
@@ -1111,7 +1095,7 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 		var muts []schemaMutant
 		for _, c := range list {
 			if live[c.ID] {
-				muts = append(muts, schemaMutant{id: c.ID + 1, file: c.File, edits: toSynthEdits(c.Edits)})
+				muts = append(muts, schemaMutant{id: c.ID + 1, file: c.File, edits: slices.Clone(c.Edits)})
 			}
 		}
 		if len(muts) == 0 {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/mutate"
 )
 
 // ErrRecheck says that a stored task did not hold up when re-validated.
@@ -73,7 +72,7 @@ func (c *Checker) Check(ctx context.Context, rec synth.TaskRecord) error {
 		if err != nil {
 			return fmt.Errorf("task %s: %w: mutation of %s: %v", rec.ID, ErrRecheck, file, err)
 		}
-		mutant, err := mutate.Splice(orig, es)
+		mutant, err := env.Splice(orig, es)
 		if err != nil {
 			return fmt.Errorf("task %s: %w: mutations of %s do not apply: %v", rec.ID, ErrRecheck, file, err)
 		}

@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/mutate"
 )
 
 // Mutant schemata. Building and linking a test binary per mutant costs a
@@ -438,7 +438,7 @@ func (ps *pkgSource) build(mutants []schemaMutant) (*schema, map[int]string) {
 			sw.WriteString("};")
 			orig = append(orig, synth.Edit{Offset: sf.tf.Offset(fd.Body.Lbrace) + 1, New: sw.String()})
 		}
-		head, err := mutate.Splice(sf.src, orig)
+		head, err := env.Splice(sf.src, orig)
 		if err != nil {
 			for _, st := range fds {
 				for _, c := range st.copies {
@@ -460,7 +460,7 @@ func (ps *pkgSource) build(mutants []schemaMutant) (*schema, map[int]string) {
 				for i := range edits {
 					edits[i].Offset -= start
 				}
-				text, err := mutate.Splice(sf.src[start:end], edits)
+				text, err := env.Splice(sf.src[start:end], edits)
 				if err != nil {
 					bad[c.id] = "schema: " + err.Error()
 					continue

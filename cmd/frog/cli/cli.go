@@ -1,6 +1,3 @@
-// Package cli is frog's command line: one cobra command per job (sim, bench,
-// …), wired to the actors, env, policy and synth packages. Main is what the
-// frog binary runs; Run is the testable entry point.
 package cli
 
 import (

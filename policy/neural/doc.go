@@ -37,11 +37,12 @@
 // goroutines, several batches at once. Act does no I/O and never blocks;
 // it returns ctx's error when ctx was cancelled.
 //
-// A Learner is used from one goroutine at a time: the learner actor's
-// update goroutine calls Update, and Checkpoint and Restore between
-// updates. The caller owns the backend and must not use it from another
-// goroutine meanwhile (cuda.Backend's rule).
-// Update blocks while the backend computes and checks ctx between epochs:
-// a cancelled update returns ctx's error and no new policy. Close frees
-// the learner's buffers, not the backend.
+// A Learner is used from one goroutine at a time: the learner actor runs
+// each Update in a goroutine of its own and calls Checkpoint between
+// updates; `frog train --resume` calls Restore before the run starts. The
+// caller owns the backend and must not use it from another goroutine
+// meanwhile (cuda.Backend's rule). Update blocks while the backend
+// computes and checks ctx between epochs: a cancelled update returns
+// ctx's error and no new policy. Close frees the learner's buffers, not
+// the backend.
 package neural

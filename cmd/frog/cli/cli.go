@@ -91,8 +91,7 @@ func ExitCode(err error) int {
 // and recorded, the summary written, exit code 130. A second one ends frog
 // at once, exit code 130, unless it comes within sameRequest of the first:
 // that is one request sent twice (timeout(1) signals the command and then
-// its process group, and under CI's load the second once killed frog before
-// it wrote its summary).
+// its process group; docs/actors.md, "Shutdown").
 func Main() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -9,9 +9,9 @@
 // (repair.Featurizer) with a two-layer MLP plus a wide linear part that
 // starts at the fault-localisation prior (Prior), and samples from the
 // softmax of the scores at a temperature, or takes the best when Greedy
-// (evaluation). Each choice is recorded in the action (env.Decision: the
-// options' features, the one chosen, its log-probability), so the learner
-// recomputes everything from trajectories alone. Dims and Params describe
+// (evaluation). Each choice is recorded in its action (an env.Decision:
+// the options' features and the one chosen; and the action's LogProb), so
+// the learner recomputes everything from trajectories alone. Dims and Params describe
 // the network; Init is how it starts.
 //
 // The Learner turns each batch of GRPO groups into an update on a

@@ -11,9 +11,9 @@
 // comes within a quarter second of the first, ends the process at once
 // with exit code 130.
 //
-// Run is the testable entry point, called by Main and by the tests (as a
-// user types the command: testdata/script). It blocks until the command
-// ends. Results go to stdout (a table, or one JSON object with --json),
+// Run is the testable entry point: Main calls it, and so do the tests (the
+// scripts in testdata/script run the command as a user types it, through
+// Main). It blocks until the command ends. Results go to stdout (a table, or one JSON object with --json),
 // logs and the progress bar to stderr. Cancelling ctx is a graceful
 // shutdown: the command stops what runs, records it, writes its summary
 // and report, and then returns an error wrapping ErrInterrupted (exit code

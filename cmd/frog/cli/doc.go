@@ -20,10 +20,11 @@
 // 130). A bad flag, argument or value is a *UsageError (exit code 2); any
 // other error is a failure (exit code 1).
 //
-// Commands that run episodes write a run directory under runs/ (rundir.go,
-// trainrun.go): config.json first, metrics.jsonl a line at a time as the
-// learner updates, trajectories/ as JSONL shards, checkpoints/ written
-// atomically with a "latest" pointer, and summary.json last, so that a run
-// killed at any point keeps what it recorded and `frog train --resume`
+// `frog sim` and `frog train` write a run directory, runs/<name> unless
+// --run-dir says otherwise (rundir.go): config.json first, metrics.jsonl a
+// line at a time as the learner updates, and summary.json last. A training
+// run adds trajectories/ as JSONL shards and checkpoints/, each written
+// atomically and then named by a "latest" pointer (trainrun.go), so that a
+// run killed at any point keeps what it recorded and `frog train --resume`
 // can continue it.
 package cli

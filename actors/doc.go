@@ -1,9 +1,27 @@
 // Package actors is frog's orchestration on protoactor-go: the scheduler
 // (admission), one episode actor per episode (owning one sandbox), the
 // policy server (batched inference), the learner (GRPO groups, updates,
-// staleness), the curriculum (which difficulty next) and the synthesizer
-// (tasks on demand). It holds no Docker calls and no math: those live in env,
-// policy and synth, which it wires together.
+// staleness, checkpoints), the curriculum (which tasks next, and the
+// checkpoints' writer) and the synthesizer (tasks on demand). It makes no
+// Docker calls and holds no learning rule: sandboxes, the episode loop,
+// policies, GRPO and curricula live in env, policy and synth, which it
+// wires together. Its own arithmetic is bookkeeping: counters, staleness,
+// and the solve rates an evaluation reports with their Wilson intervals
+// (NewRate, by policy.Wilson).
+//
+// Run is a training or simulation run (`frog train`, `frog sim`, `frog
+// experiment curriculum`); Evaluate plays a frozen policy over a task list
+// through Run (`frog eval`, `frog rollout`, the held-out evaluations of
+// `frog train`). Both block until the budget is spent or ctx is cancelled.
+// Cancelling ctx is a graceful shutdown: admission stops, every running
+// episode is cancelled, closes its sandbox and is recorded, and the call
+// returns a full summary with a nil error once every actor has stopped and
+// every goroutine it started has exited. The hooks of Deps (OnUpdate,
+// OnEpisode, OnCurriculum, Checkpoints) are called from the actors'
+// goroutines, each as documented where it is declared. RunBaseline does
+// Run's per-episode work with plain goroutines and no actors, and Bench
+// compares the two (`frog bench`); RunBaseline has no supervision and no
+// graceful shutdown.
 //
 // # Message flow of one episode
 //
@@ -12,6 +30,7 @@
 //	scheduler ──spawn──▶ episode ──ActRequest──▶ policy server ──ActResponse──▶ episode
 //	episode ──EpisodeResult──▶ learner ──Outcome──▶ scheduler ──Outcome──▶ curriculum
 //	learner ──PolicyUpdate──▶ policy server
+//	learner ──SaveCheckpoint──▶ curriculum ──CheckpointSaved──▶ learner
 //
 // An episode's outcome reaches the scheduler only through the learner, once
 // the learner has filed its result; the learner publishes the policy of the
@@ -24,6 +43,15 @@
 // update is counted, its batch dropped, and the version advanced as past an
 // empty batch, so the staleness gate keeps admitting. After
 // Config.MaxUpdateFailures failures in a row the run ends with ErrLearner.
+//
+// Every Config.CheckpointEvery updates, and at the end, the learner takes
+// its checkpoint (policy.Checkpointer) between updates and sends it to the
+// curriculum actor, which adds the curriculum's snapshot and its pool of
+// fresh tasks as they are when the message arrives and hands the whole to
+// one writer goroutine of its own, which stores checkpoints in order
+// (Deps.Checkpoints) so that the disk never holds up the curriculum's
+// mailbox. Run returns only once the last checkpoint is stored; after
+// Config.CheckpointTries refusals in a row the run ends with ErrCheckpoint.
 //
 // # Invariants
 //

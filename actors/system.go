@@ -240,11 +240,12 @@ type Deps struct {
 	// Config.CheckpointEvery updates and at the end (Run returns only once
 	// that last one is stored). The learner actor takes its part between
 	// updates and sends it to the curriculum actor, which adds the
-	// curriculum's (Checkpoint.Curriculum, Checkpoint.Pool) and calls Save:
-	// Save is called from the curriculum actor, one checkpoint at a time,
-	// and must not block for long (a file write). A refused checkpoint is
-	// logged by the learner and tried again (Config.CheckpointTries); when
-	// none of those tries is stored the run ends with ErrCheckpoint.
+	// curriculum's (Checkpoint.Curriculum, Checkpoint.Pool) and hands it
+	// to its checkpoint writer: Save is called from that one goroutine,
+	// one checkpoint at a time, in order, and may take a file write's
+	// time (fsyncs included). A refused checkpoint is logged by the
+	// learner and tried again (Config.CheckpointTries); when none of those
+	// tries is stored the run ends with ErrCheckpoint.
 	Checkpoints CheckpointSink
 	// TaskPool, when set, are fresh tasks the curriculum actor serves
 	// before it asks the synthesizer for more: a resumed run's, from its
@@ -254,7 +255,8 @@ type Deps struct {
 }
 
 // CheckpointSink stores checkpoints. Save is called from the curriculum
-// actor, one checkpoint at a time (see Deps.Checkpoints).
+// actor's checkpoint writer goroutine, one checkpoint at a time, in order
+// (see Deps.Checkpoints).
 type CheckpointSink interface {
 	Save(Checkpoint) error
 }

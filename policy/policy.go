@@ -67,8 +67,10 @@ func Return(t *env.Trajectory, tryCost float64) float64 {
 	return r
 }
 
-// Learner turns batches of groups into new policies. It is called from the
-// learner actor's goroutine, one call at a time.
+// Learner turns batches of groups into new policies. Its methods are never
+// called concurrently: the learner actor asks for Policy when it starts
+// and runs each Update in a goroutine of its own, one update at a time,
+// under a context that the run's cancellation reaches.
 type Learner interface {
 	// Policy is the current policy.
 	Policy() Policy
@@ -97,8 +99,10 @@ type UpdateStats struct {
 // everything it needs to continue where it is (weights, optimizer state,
 // counters) and Restore puts it back there. Restore refuses, with an error
 // that says why, data it did not make (another format or network shape, a
-// corrupted file), and then leaves the learner as it was. Both are called
-// from the learner actor between updates, never during one.
+// corrupted file), and then leaves the learner as it was. Checkpoint is
+// called from the learner actor between updates, never during one; Restore
+// by whoever makes the learner, before a run uses it (`frog train
+// --resume`).
 type Checkpointer interface {
 	Checkpoint() ([]byte, error)
 	Restore(data []byte) error

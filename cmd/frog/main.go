@@ -1,5 +1,3 @@
-// Command frog trains and studies coding agents with reinforcement learning
-// on bug-fix tasks it synthesizes itself. Run `frog --help`.
 package main
 
 import (

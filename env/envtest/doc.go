@@ -10,6 +10,15 @@
 // Backend-specific leak checks (containers left on the daemon) stay with the
 // backend's tests.
 //
+// For real tasks, RunOracle plays stored tasks in a backend's sandboxes
+// with a harness (their gold fix rewarded 1, the bug and a broken build
+// rewarded 0, their coverage as the task says), and RunRedTeam plays
+// changes that try to forge the verdict instead of fixing the bug, each of
+// which must be rewarded 0 and, where it must, counted as a suspected
+// reward hack. synth/source's tests run both against the process and the
+// Docker backends with synth/validate's harness. Unavailable is how a test
+// that lacks what it needs (a Docker daemon) skips, or fails under CI=true.
+//
 // # Threading and cancellation
 //
 // Run must be called from the test's goroutine; it starts subtests with

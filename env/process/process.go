@@ -61,9 +61,9 @@ type Config struct {
 	WarmTimeout time.Duration
 	// Dir holds the sandboxes' directories. "" means a directory of its own
 	// on /dev/shm when that is a memory file system with at least 2 GiB
-	// free and TMPDIR is not set (laying a task's workspace out there costs
-	// a fifth of what it costs on a disk's file system: docs/sandboxes.md),
-	// else os.TempDir(). New removes what sandboxes of frog processes that
+	// free and TMPDIR is not set (laying a task's workspace out there is
+	// much cheaper than on a disk's file system: docs/sandboxes.md), else
+	// os.TempDir(). New removes what sandboxes of frog processes that
 	// died left there.
 	Dir string
 	// ExecTimeout is a command's timeout when ExecOptions.Timeout is 0;
@@ -86,8 +86,8 @@ type Config struct {
 	// UserNamespace puts root's commands in a new user namespace too, as
 	// everyone else's are (an unprivileged user cannot unshare the others
 	// without one). Off by default: a command in a new user namespace
-	// starts by a full fork of frog, 3 to 30 times as dear as without
-	// (docs/sandboxes.md), and root's uid maps to root in it.
+	// starts by a full fork of frog, whose cost grows with frog's memory
+	// (docs/sandboxes.md measures it), and root's uid maps to root in it.
 	UserNamespace bool
 	// Workspaces lays out the workspace of a real task (env.Task.Real) when
 	// its sandbox opens; without it, opening one for a real task fails.

@@ -1,18 +1,3 @@
-// Package sim is a simulated, seeded env.Provider: sandboxes that cost only
-// the time their latency distributions say (scaled, and none at all with time
-// scale 0) and that fail the way real ones do (crash, hang, slow start) at a
-// configured rate. It is the sandbox of `frog sim` and `frog bench`, and the
-// scripted fake the actors are tested against.
-//
-// A simulated sandbox holds a workspace of one buggy file: writing the task's
-// gold patch (env.Task.Patch) to the task's file fixes it, and the task's
-// test command then exits 0; any other content breaks it again. Other
-// commands succeed with no output. What is written is read back; a file never
-// written reads as a stand-in.
-//
-// Every random choice is drawn from a generator seeded by (Seed, episode,
-// attempt), so a sandbox behaves the same whatever the order in which
-// concurrent episodes open theirs.
 package sim
 
 import (

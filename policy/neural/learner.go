@@ -48,27 +48,22 @@ type Config struct {
 	// Protocol is the repair protocol of the policies it makes.
 	Protocol repair.Config `json:"protocol"`
 	// NoStop offers the network no option to stop: an episode ends when
-	// it is solved, out of tries, steps or candidates. With no cost to a
-	// try, stopping early never raises the solve rate; as an option it is
-	// in every decision and soaks up the probability the learner takes
-	// from tries that failed. NoKeep leaves partial fixes unapplied: an
-	// episode tries the candidates of its first list only. Keeping an edit
-	// that fixes some failing tests and breaks none is how 2- and 3-bug
-	// tasks could be solved step by step, but measured it solved none of
-	// them and lost single-bug tasks whose fix was in the list
-	// (docs/training.md, "The list's lines, stopping, keeping"). Both are
-	// false in checkpoints written before them: those stop and keep, as
-	// they were trained to.
+	// it is solved, out of tries, steps or candidates. NoKeep leaves
+	// partial fixes unapplied: an episode tries the candidates of its
+	// first list only. Both are false in checkpoints that predate them,
+	// whose policies stop and keep, as they were trained to.
+	// DefaultConfig sets both; docs/training.md ("The list's lines,
+	// stopping, keeping") says why.
 	NoStop bool `json:"no_stop,omitempty"`
 	NoKeep bool `json:"no_keep,omitempty"`
 	// KL is the weight β of a penalty on the KL divergence from the
 	// reference policy — the network the run started from, Init(Dims,
 	// Seed, Prior) — as GRPO has it in DeepSeekMath: β·KL(π‖π_ref) per
 	// decision, by the k3 estimator at the chosen option (π_ref/π − log
-	// π_ref/π − 1, unbiased and never negative). The start is a prior that
-	// carries across modules; the penalty keeps a run of a few dozen
-	// updates on 120 tasks from trading it for what only those tasks
-	// reward. 0: no penalty (checkpoints written before it).
+	// π_ref/π − 1, unbiased and never negative): it keeps a short run from
+	// trading the prior, which carries across modules, for what only its
+	// own tasks reward (docs/training.md, "The KL penalty to the start").
+	// 0: no penalty (checkpoints written before it).
 	KL float64 `json:"kl,omitempty"`
 }
 

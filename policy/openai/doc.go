@@ -29,8 +29,21 @@
 // server, on the server with the fewest outstanding requests, and returns
 // policy.ItemErrors so that one failing request fails only its episode.
 //
-// Export writes completed groups as JSONL shards of chat-messages records
-// (messages with tool calls and tool results, reward, group-normalized
-// advantage, tokens, logprobs) that Hugging Face datasets and Python RL
-// trainers load; ReadShards reads them back. docs/llm.md has the schema.
+// An Exporter writes completed groups as JSONL shards of chat-messages
+// records (messages with tool calls and tool results, reward,
+// group-normalized advantage, tokens, logprobs) that Hugging Face datasets
+// and Python RL trainers load; ReadShards reads them back. docs/llm.md has
+// the schema. `frog rollout` plays stored tasks and exports them this way.
+//
+// ExportLearner is the policy.Learner of `frog train --policy openai`,
+// whose weights live in an external trainer: each update writes the
+// batch's groups to a Sink and returns the same policy. The learner actor
+// calls Update from its update goroutine, one call at a time; Update
+// blocks while the sink is full, so that the staleness gate pauses
+// admission, and returns ctx's error when ctx ends first.
+//
+// A Policy is safe for concurrent use: the policy server calls Act from
+// its inference goroutines, several batches at once. Act blocks until
+// every request of the batch is answered or ctx is cancelled; Close
+// releases its idle connections.
 package openai

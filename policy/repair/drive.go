@@ -19,11 +19,10 @@ type Chooser interface {
 // Config shapes the episode protocol of a repair policy.
 type Config struct {
 	// Lines is how many of the most suspicious lines candidates are asked
-	// for (default 60: a coverage block's blank, brace and comment lines
-	// count, so 20 lines held 6 with candidates, 12 candidates, and the fix
-	// for 34% of the held-out single-bug tasks; 60 hold 36 candidates and
-	// the fix for 40.5%: docs/training.md); AllLines asks for every line a
-	// failing test ran.
+	// for (default 60; a coverage block's blank, brace and comment lines
+	// count among them, and docs/training.md measures how many hold a
+	// candidate and the fix); AllLines asks for every line a failing test
+	// ran.
 	Lines    int
 	AllLines bool
 	// Keep applies a try that fixes some failing tests and breaks none

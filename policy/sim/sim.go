@@ -1,20 +1,3 @@
-// Package sim is a simulated agent and learner, a model for planning capacity
-// and for studying curricula — not evidence about real agents (see
-// docs/sim-model.md).
-//
-// The agent solves a task with probability σ(skill − difficulty), σ the
-// logistic function. It is an oracle, and named as one: what it knows of a
-// task (its difficulty and its fix) comes from an Oracle that whoever serves
-// the tasks fills, never from its observations, which hold only what a real
-// agent could see. An episode is: view the buggy file, write the fix into
-// each of its files if the episode's draw succeeds (a wrong fix into the
-// first otherwise), submit. The one draw of an episode (at its first edit)
-// comes from a generator seeded by (Seed, episode, attempt), so an episode's
-// choices do not depend on how the policy server happened to batch it.
-//
-// The learner raises the skill in proportion to the learning signal of each
-// batch, the mean within-group reward variance: groups that all pass or all
-// fail teach nothing, groups at a pass rate of one half teach most.
 package sim
 
 import (

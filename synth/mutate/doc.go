@@ -17,6 +17,16 @@
 // type-check; the rare one that does not (a constant that overflows after a
 // flip, a loop made terminating) is rejected downstream as non-viable.
 //
-// Everything here is deterministic, synchronous and safe for concurrent use
-// on distinct inputs.
+// Repairs runs the other way: at lines believed buggy it proposes
+// candidate fixes, the operators that change code (a token flip is its own
+// inverse) and a few templates that undo what no operator inverts (an
+// error replaced by nil, a guard dropped, a condition or body borrowed from
+// the file: borrow.go). They are the candidates of the repair tools that
+// synth/validate's harness serves. LM is a token trigram model of a
+// module's code, whose scores of how natural an edit or a line is are
+// features of the repair policies.
+//
+// Everything here is deterministic and synchronous. Sites, Repairs and the
+// rest are safe for concurrent use on distinct inputs; an LM is safe for
+// concurrent use.
 package mutate

@@ -1,8 +1,3 @@
-// Package sim is a simulated task source: tasks with a difficulty drawn
-// around the one asked for, a buggy file and its gold patch, for `frog sim`
-// and the actors' tests. Its tasks run in env/sim sandboxes, and in real
-// sandboxes too: the deciding test command checks the file's content with
-// the shell.
 package sim
 
 import (

@@ -12,7 +12,12 @@
 // complete line. Callers that append to one file from several goroutines
 // or processes serialize the calls.
 //
-// Source is the one stateful type: it holds a store's tasks in memory,
-// sorted by difficulty, and a seeded generator to draw them with; it is
-// safe for concurrent use.
+// Source is the one stateful type: the synth.Source of `frog train
+// --tasks`, `frog sim --tasks` and the experiments. It holds a store's
+// tasks in memory, sorted by difficulty, and a seeded generator to draw
+// them with, least served first; it is steerable (TasksFor draws the tasks
+// of a bin), and a quarantine drops from it the tasks that do not hold up
+// (Drop), after which a draw that finds none left returns
+// synth.ErrExhausted. It is safe for concurrent use and never blocks on
+// I/O: a call made with a cancelled ctx returns ctx's error.
 package store

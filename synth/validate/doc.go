@@ -26,4 +26,29 @@
 //
 // A Validator is used by one goroutine at a time (its sandbox's rule); run
 // several, each with its own sandbox, to validate concurrently.
+//
+// # The harness
+//
+// Harness is the env.Harness of Go tasks, the one every real episode uses:
+// run_tests (go test -json, a verdict per test, failures' file:line and
+// panic frames), coverage (a cover profile per test, from one process),
+// candidates (synth/mutate's repair templates at the lines asked for),
+// tries (the candidates of one list compiled once into a mutant schema,
+// then a test run per try, served by one process per episode where the
+// sandbox can start one), and the verdict: a real build of the edited tree
+// with the task's own test files put back, the workspace reset to the
+// template plus the episode's recorded edits, a screen of the change for
+// what no repair needs, and canary tests in the verdict binary, so that a
+// forged pass is rewarded 0 and counted as a suspected reward hack
+// (verdict.go, screen.go). Check is the quarantine's check of a task
+// before it is served. An outcome cache keyed by (task, workspace state,
+// call) answers the repeated states of a group's episodes.
+//
+// One Harness serves every episode of a run: it is safe for concurrent
+// use, called from each episode's goroutine one call at a time per
+// episode. Each call blocks until its commands end or ctx is cancelled; a
+// fault of the sandbox wraps env.ErrInfra, and an error that does not (an
+// unknown test, a candidate that does not apply) is the agent's mistake.
+// BenchTries measures schema tries against a real build per try (`frog
+// bench tries`).
 package validate

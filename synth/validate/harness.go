@@ -132,10 +132,9 @@ type HarnessConfig struct {
 	// when zero, -1 for Go's default (the machine's cores). Episodes run
 	// many at once, more than there are cores, so a try gets about a core
 	// whatever it is given, and a Go process given more spins looking for
-	// work and starts threads for the others: a later run of the bench
-	// tasks went from 17.2-19.4 to 20.4-22.4 episodes/s with 1
-	// (docs/episodes.md). Verdicts and run_tests keep Go's default: what
-	// the agent sees and what is rewarded run as a user would run them.
+	// work and starts threads for the others (docs/episodes.md measures
+	// it). Verdicts and run_tests keep Go's default: what the agent sees
+	// and what is rewarded run as a user would run them.
 	TryProcs int
 	// BinCache is a directory of this machine where schema binaries are
 	// kept once built, for every sandbox that can see it (env.HostPaths)

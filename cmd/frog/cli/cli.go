@@ -1,6 +1,3 @@
-// Package cli is frog's command line: one cobra command per job (sim, bench,
-// …), wired to the actors, env, policy and synth packages. Main is what the
-// frog binary runs; Run is the testable entry point.
 package cli
 
 import (
@@ -94,8 +91,7 @@ func ExitCode(err error) int {
 // and recorded, the summary written, exit code 130. A second one ends frog
 // at once, exit code 130, unless it comes within sameRequest of the first:
 // that is one request sent twice (timeout(1) signals the command and then
-// its process group, and under CI's load the second once killed frog before
-// it wrote its summary).
+// its process group; docs/actors.md, "Shutdown").
 func Main() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

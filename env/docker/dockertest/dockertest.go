@@ -1,9 +1,3 @@
-// Package dockertest gives tests outside env/docker what they need of the
-// real Docker daemon: frog's sandbox image and providers that clean up after
-// themselves. Without a daemon a test is skipped, saying so, except under
-// CI=true, where it fails (envtest.Unavailable): Docker tests never skip in
-// CI. env/docker's own tests have the same setup in package docker, which
-// cannot import this one.
 package dockertest
 
 import (

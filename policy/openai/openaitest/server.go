@@ -1,7 +1,3 @@
-// Package openaitest is a fake OpenAI-compatible chat-completions server for
-// tests and benchmarks: an httptest.Server speaking the wire format
-// (POST /v1/chat/completions, GET /v1/models), whose answers a script
-// decides. It is the one thing frog's LLM tests fake: the model.
 package openaitest
 
 import (

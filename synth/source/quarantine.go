@@ -34,6 +34,9 @@ type Quarantine struct {
 	out     []Quarantined
 }
 
+// closeTimeout bounds the closing of a check's sandbox.
+const closeTimeout = 30 * time.Second
+
 // Quarantined is one task set aside, with why.
 type Quarantined struct {
 	ID     string `json:"instance_id"`
@@ -95,7 +98,12 @@ func (q *Quarantine) check(ctx context.Context, t *env.Task) error {
 	if err != nil {
 		return err
 	}
-	defer sb.Close(context.WithoutCancel(ctx))
+	defer func() {
+		// Closed even when ctx is cancelled, but not waited on for ever.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		sb.Close(cctx)
+	}()
 	return q.h.Check(ctx, sb, t, fixed)
 }
 

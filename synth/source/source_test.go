@@ -276,3 +276,11 @@ func TestGitSource(t *testing.T) {
 		t.Errorf("a missing ref: err = %v, want one naming it", err)
 	}
 }
+
+// A used-up synthesizer says so in the terms of synth's Source contract,
+// which the curriculum actor tests for (errors.Is synth.ErrExhausted).
+func TestErrExhaustedIsSynths(t *testing.T) {
+	if !errors.Is(ErrExhausted, synth.ErrExhausted) {
+		t.Error("source.ErrExhausted does not wrap synth.ErrExhausted")
+	}
+}

@@ -21,8 +21,10 @@ import (
 	"github.com/frognano/frog/synth/validate"
 )
 
-// ErrExhausted says that every mutant of every module has been tried.
-var ErrExhausted = errors.New("sources exhausted")
+// ErrExhausted says that every mutant of every module has been tried. It
+// wraps synth.ErrExhausted, by which the curriculum actor knows to stop
+// asking.
+var ErrExhausted = fmt.Errorf("sources exhausted: %w", synth.ErrExhausted)
 
 // Config tunes a Synthesizer.
 type Config struct {

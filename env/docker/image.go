@@ -26,28 +26,26 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// agentFS is the agent's source: its Go files, and agent.mod and agent.sum,
-// which are its go.mod and go.sum when BuildImage compiles it.
+// agentFS is the agent's source: its Go files, its wire package (which
+// frog compiles too), and agent.mod and agent.sum, which are its go.mod and
+// go.sum when BuildImage compiles it.
 //
-//go:embed agent/*.go agent/agent.mod agent/agent.sum
+//go:embed agent/*.go agent/wire/*.go agent/agent.mod agent/agent.sum
 var agentFS embed.FS
 
-// agentSources is agentFS less the tests, by file name.
+// agentSources is agentFS less the tests, by path below agent/.
 var agentSources = func() map[string][]byte {
-	ents, err := fs.ReadDir(agentFS, "agent")
+	src := map[string][]byte{}
+	err := fs.WalkDir(agentFS, "agent", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		data, err := fs.ReadFile(agentFS, p)
+		src[strings.TrimPrefix(p, "agent/")] = data
+		return err
+	})
 	if err != nil {
 		panic(err)
-	}
-	src := map[string][]byte{}
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		data, err := fs.ReadFile(agentFS, "agent/"+e.Name())
-		if err != nil {
-			panic(err)
-		}
-		src[e.Name()] = data
 	}
 	return src
 }()
@@ -250,7 +248,11 @@ func buildAgent(ctx context.Context, goCmd string) (bin []byte, tools []string, 
 		case "agent.sum":
 			name = "go.sum"
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return nil, nil, err
 		}
 	}

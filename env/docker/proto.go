@@ -14,46 +14,17 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types"
+
+	"github.com/frognano/frog/env/docker/agent/wire"
 )
 
-// The wire types mirror env/docker/agent: frames of a 4-byte big-endian
-// length and JSON.
+// The wire types are env/docker/agent/wire's, which the agent compiles too.
+const maxFrame = wire.MaxFrame
 
-const maxFrame = 256 << 20
-
-type request struct {
-	ID        uint64   `json:"id"`
-	Op        string   `json:"op"`
-	Cmd       []string `json:"cmd,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
-	Env       []string `json:"env,omitempty"`
-	Stdin     []byte   `json:"stdin,omitempty"`
-	TimeoutMS int64    `json:"timeout_ms,omitempty"`
-	MaxOutput int      `json:"max_output,omitempty"`
-	Path      string   `json:"path,omitempty"`
-	Data      []byte   `json:"data,omitempty"`
-	Target    uint64   `json:"target,omitempty"`
-}
-
-type response struct {
-	ID        uint64 `json:"id"`
-	Op        string `json:"op,omitempty"`
-	Version   string `json:"version,omitempty"`
-	ExitCode  int    `json:"exit"`
-	Stdout    []byte `json:"stdout,omitempty"`
-	Stderr    []byte `json:"stderr,omitempty"`
-	TimedOut  bool   `json:"timed_out,omitempty"`
-	OOMKilled bool   `json:"oom,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
-	DurNS     int64  `json:"dur_ns,omitempty"`
-	Data      []byte `json:"data,omitempty"`
-	Err       string `json:"err,omitempty"`
-	ErrKind   string `json:"err_kind,omitempty"`
-	Files     int    `json:"files,omitempty"`
-	Dirs      int    `json:"dirs,omitempty"`
-	Links     int    `json:"links,omitempty"`
-	Bytes     int64  `json:"bytes,omitempty"`
-}
+type (
+	request  = wire.Request
+	response = wire.Response
+)
 
 // errAgentGone is the cause when the attach stream ends: the container or its
 // agent died, or the sandbox was closed.

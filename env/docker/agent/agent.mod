@@ -1,4 +1,4 @@
-module frogagent
+module github.com/frognano/frog/env/docker/agent
 
 go 1.26.0
 

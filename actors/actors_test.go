@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/policy"
@@ -32,7 +33,7 @@ type simSetup struct {
 	seed       uint64
 	faultRate  float64
 	timeScale  float64
-	curriculum synth.Curriculum
+	curriculum curriculum.Curriculum
 	skill      float64
 }
 
@@ -47,7 +48,7 @@ func simDeps(t testing.TB, s simSetup) (Deps, *envsim.Provider, *policysim.Learn
 	}
 	cur := s.curriculum
 	if cur == nil {
-		if cur, err = synth.NewTarget(0.5, 0, 0.01); err != nil {
+		if cur, err = curriculum.NewTarget(0.5, 0, 0.01); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -609,18 +610,18 @@ func TestSeededRunsWithOneWorkerAreIdentical(t *testing.T) {
 }
 
 func TestTargetCurriculumLearnsFasterThanFixed(t *testing.T) {
-	skill := func(cur synth.Curriculum) float64 {
+	skill := func(cur curriculum.Curriculum) float64 {
 		deps, _, l := simDeps(t, simSetup{seed: 5, curriculum: cur})
 		if _, err := Run(context.Background(), testConfig(20000, 500), deps); err != nil {
 			t.Fatal(err)
 		}
 		return l.Skill()
 	}
-	target, err := synth.NewTarget(0.5, 0, 0.01)
+	target, err := curriculum.NewTarget(0.5, 0, 0.01)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, sf := skill(target), skill(&synth.Fixed{D: 6})
+	st, sf := skill(target), skill(&curriculum.Fixed{D: 6})
 	if !(st > 2*sf) || st <= 0 {
 		t.Errorf("skill after target curriculum %.4f, after fixed difficulty 6 %.4f; want target well ahead", st, sf)
 	}

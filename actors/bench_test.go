@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/curriculum"
 )
 
 // benchPipeline runs b.N episodes (at least 1000) at concurrency 1000
@@ -32,9 +32,9 @@ func BenchmarkBaseline(b *testing.B) { benchPipeline(b, RunBaseline, simSetup{se
 // BenchmarkActorsFrontier is BenchmarkActors under frog sim's default
 // curriculum (the frontier replay strategy).
 func BenchmarkActorsFrontier(b *testing.B) {
-	cfg := synth.DefaultReplayConfig()
+	cfg := curriculum.DefaultReplayConfig()
 	cfg.Seed = 1
-	cur, err := synth.NewReplay(cfg)
+	cur, err := curriculum.NewReplay(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,16 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/frognano/frog/synth"
 )
 
-func frontierCurriculum(t *testing.T, seed uint64) *synth.Replay {
+func frontierCurriculum(t *testing.T, seed uint64) *curriculum.Replay {
 	t.Helper()
-	rc := synth.DefaultReplayConfig()
+	rc := curriculum.DefaultReplayConfig()
 	rc.Seed = seed
-	r, err := synth.NewReplay(rc)
+	r, err := curriculum.NewReplay(rc)
 	if err != nil {
 		t.Fatal(err)
 	}

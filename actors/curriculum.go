@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
 )
@@ -16,11 +17,11 @@ import (
 type CurriculumRecord struct {
 	Kind    string `json:"kind"` // "curriculum"
 	Version int64  `json:"version"`
-	synth.CurriculumStats
+	curriculum.CurriculumStats
 }
 
-// curriculum serves the scheduler's requests for tasks as its
-// synth.Curriculum plans them: tasks served before, replayed, and fresh
+// curriculumActor serves the scheduler's requests for tasks as its
+// curriculum.Curriculum plans them: tasks served before, replayed, and fresh
 // tasks from a pool that it refills from the synthesizer with what the
 // curriculum asks for. It feeds the curriculum the outcomes of completed
 // episodes and the policy versions they report. At most one request to the
@@ -33,11 +34,11 @@ type CurriculumRecord struct {
 // no task tells the scheduler why (Tasks.RanOut), which ends admission.
 //
 // It completes the learner's checkpoints: a SaveCheckpoint gets the
-// curriculum's snapshot (synth.Snapshotter) and the pool as they are when
+// curriculum's snapshot (curriculum.Snapshotter) and the pool as they are when
 // it arrives, and the whole is stored through sink, so that a kill leaves
 // the learner's and the curriculum's states of one moment in one file.
-type curriculum struct {
-	cur      synth.Curriculum
+type curriculumActor struct {
+	cur      curriculum.Curriculum
 	synth    *actor.PID
 	refill   int
 	log      zerolog.Logger
@@ -77,7 +78,7 @@ const maxEmptyAnswers = 3
 
 // ranOut stops asking the synthesizer: requests are answered from the
 // pool and the plans' replays, and an answer with no task says why.
-func (c *curriculum) ranOut(reason string) {
+func (c *curriculumActor) ranOut(reason string) {
 	if c.dry == "" {
 		c.dry = reason
 		c.log.Error().Str("reason", reason).Int("pool", len(c.pool)).Msg("no more tasks from the task source: serving replays and the pool only")
@@ -87,10 +88,10 @@ func (c *curriculum) ranOut(reason string) {
 // waitingPlan is a request of the scheduler and, once made, its plan.
 type waitingPlan struct {
 	req  *NextTasks
-	plan *synth.Plan
+	plan *curriculum.Plan
 }
 
-func (c *curriculum) Receive(ctx actor.Context) {
+func (c *curriculumActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *NextTasks:
 		c.waiting = append(c.waiting, &waitingPlan{req: m})
@@ -155,7 +156,7 @@ func (c *curriculum) Receive(ctx actor.Context) {
 
 // write stores the checkpoints sent to it, in order, and answers each
 // with a CheckpointSaved.
-func (c *curriculum) write(root *actor.RootContext) {
+func (c *curriculumActor) write(root *actor.RootContext) {
 	defer c.saving.Done()
 	for j := range c.saves {
 		done := &CheckpointSaved{Version: j.ck.Version, Updates: j.ck.Updates}
@@ -169,8 +170,8 @@ func (c *curriculum) write(root *actor.RootContext) {
 // addState adds the curriculum's snapshot and the pool to a learner's
 // checkpoint. A curriculum that cannot snapshot leaves the checkpoint
 // without its state (a run resumed from it starts its curriculum fresh).
-func (c *curriculum) addState(ck *Checkpoint) {
-	s, ok := c.cur.(synth.Snapshotter)
+func (c *curriculumActor) addState(ck *Checkpoint) {
+	s, ok := c.cur.(curriculum.Snapshotter)
 	if !ok {
 		return
 	}
@@ -188,7 +189,7 @@ func (c *curriculum) addState(ck *Checkpoint) {
 
 // record writes the curriculum's state to the metrics hook; the per-bin
 // table only every tenth record, to keep the lines short.
-func (c *curriculum) record() {
+func (c *curriculumActor) record() {
 	if c.onRecord == nil {
 		return
 	}
@@ -203,7 +204,7 @@ func (c *curriculum) record() {
 	c.onRecord(CurriculumRecord{Kind: "curriculum", Version: c.version, CurriculumStats: st})
 }
 
-func (c *curriculum) serve(ctx actor.Context) {
+func (c *curriculumActor) serve(ctx actor.Context) {
 	for len(c.waiting) > 0 {
 		w := c.waiting[0]
 		if w.plan == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	envsim "github.com/frognano/frog/env/sim"
 	policysim "github.com/frognano/frog/policy/sim"
@@ -49,9 +50,9 @@ func binnedRun(t *testing.T, strategy string, episodes int64, seed uint64) (Summ
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := synth.DefaultReplayConfig()
+	rc := curriculum.DefaultReplayConfig()
 	rc.Strategy, rc.Seed = strategy, seed
-	cur, err := synth.NewReplay(rc)
+	cur, err := curriculum.NewReplay(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func binnedRun(t *testing.T, strategy string, episodes int64, seed uint64) (Summ
 // simulated agent learns faster than under uniform replay of the same
 // synthesizer's mix.
 func TestFrontierThroughTheActors(t *testing.T) {
-	sum, skill, recs := binnedRun(t, synth.StrategyFrontier, 16000, 11)
+	sum, skill, recs := binnedRun(t, curriculum.StrategyFrontier, 16000, 11)
 	f := sum.Curriculum.Frontier
 	if f == nil {
 		t.Fatal("no frontier stats in the summary")
@@ -105,7 +106,7 @@ func TestFrontierThroughTheActors(t *testing.T) {
 	if recs[len(recs)-1].Version < sum.Learner.Version-1 {
 		t.Errorf("last curriculum record at version %d, learner at %d", recs[len(recs)-1].Version, sum.Learner.Version)
 	}
-	usum, uskill, _ := binnedRun(t, synth.StrategyUniform, 16000, 11)
+	usum, uskill, _ := binnedRun(t, curriculum.StrategyUniform, 16000, 11)
 	t.Logf("uniform: skill %.3f, zero-signal %.3f", uskill, usum.Learner.ZeroSignalShare)
 	if !(skill > 1.5*uskill) {
 		t.Errorf("skill after frontier %.3f, after uniform %.3f: want frontier well ahead", skill, uskill)
@@ -121,7 +122,7 @@ func TestFrontierThroughTheActors(t *testing.T) {
 // episode, even on tasks most of which nobody can solve.
 func TestRefillZeroVariance(t *testing.T) {
 	for _, refill := range []bool{false, true} {
-		deps, _, _ := simDeps(t, simSetup{seed: 4, curriculum: &synth.Fixed{D: 2}})
+		deps, _, _ := simDeps(t, simSetup{seed: 4, curriculum: &curriculum.Fixed{D: 2}})
 		var mu sync.Mutex
 		var zeroInUpdates int
 		deps.OnUpdate = func(r UpdateRecord) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/synth"
@@ -144,7 +145,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	}
 	deps.Learner = frozen{pol}
 	deps.Source = &listSource{tasks: tasks}
-	deps.Curriculum = &synth.Fixed{}
+	deps.Curriculum = &curriculum.Fixed{}
 	sum, err := Run(ctx, run, deps)
 	rep := EvalReport{Tasks: len(tasks), Summary: sum}
 	rep.Cost.WallSeconds = sum.ElapsedSeconds

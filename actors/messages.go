@@ -1,8 +1,9 @@
 package actors
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
 	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
@@ -164,7 +165,7 @@ type CheckpointSaved struct {
 }
 
 // GetStats asks an actor for its statistics (policy server: *PolicyServerStats;
-// curriculum: *synth.CurriculumStats; synth: *SynthStats).
+// curriculum: *curriculum.CurriculumStats; synth: *SynthStats).
 type GetStats struct{}
 
 // runDone is the episode runner's report to its actor.

@@ -16,7 +16,7 @@ type SynthStats struct {
 	Requests int64 `json:"requests"`
 	// Steered are the requests answered by a steerable source's TasksFor
 	// (what they brought is the curriculum's to count:
-	// synth.FrontierStats.SteeredTasks).
+	// curriculum.FrontierStats.SteeredTasks).
 	Steered int64 `json:"steered"`
 	// Compound are the requests for a compound task answered by a
 	// synth.Compounder; CompoundTasks the compound tasks they made.

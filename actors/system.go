@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/synth"
@@ -212,7 +213,7 @@ type Deps struct {
 	Provider   env.Provider
 	Learner    policy.Learner
 	Source     synth.Source
-	Curriculum synth.Curriculum
+	Curriculum curriculum.Curriculum
 	Log        zerolog.Logger
 	// Harness, when set, runs the episodes' test-aware tools and verdicts
 	// (real tasks); without one, run_tests is the task's test command.
@@ -269,7 +270,7 @@ type CheckpointSink interface {
 type Checkpoint struct {
 	Progress
 	Learner []byte `json:"learner"`
-	// Curriculum is the curriculum's snapshot (synth.Snapshotter); empty
+	// Curriculum is the curriculum's snapshot (curriculum.Snapshotter); empty
 	// when the curriculum has none, and in the checkpoints of runs made
 	// before checkpoints held it.
 	Curriculum json.RawMessage `json:"curriculum,omitempty"`
@@ -310,15 +311,15 @@ type Progress struct {
 // from Config.Start); its Scheduler, PolicyServer, Synth and Sandbox are
 // the part it ran.
 type Summary struct {
-	Episodes          EpisodeCounts         `json:"episodes"`
-	ElapsedSeconds    float64               `json:"elapsed_seconds"`
-	EpisodesPerSecond float64               `json:"episodes_per_second"`
-	Scheduler         SchedulerStats        `json:"scheduler"`
-	Learner           LearnerStats          `json:"learner"`
-	PolicyServer      PolicyServerStats     `json:"policy_server"`
-	Curriculum        synth.CurriculumStats `json:"curriculum"`
-	Synth             SynthStats            `json:"synth"`
-	Sandbox           env.SandboxStats      `json:"sandbox"`
+	Episodes          EpisodeCounts              `json:"episodes"`
+	ElapsedSeconds    float64                    `json:"elapsed_seconds"`
+	EpisodesPerSecond float64                    `json:"episodes_per_second"`
+	Scheduler         SchedulerStats             `json:"scheduler"`
+	Learner           LearnerStats               `json:"learner"`
+	PolicyServer      PolicyServerStats          `json:"policy_server"`
+	Curriculum        curriculum.CurriculumStats `json:"curriculum"`
+	Synth             SynthStats                 `json:"synth"`
+	Sandbox           env.SandboxStats           `json:"sandbox"`
 }
 
 // EpisodeCounts is the accounting of a run.
@@ -416,7 +417,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		pool = append(pool, &t)
 	}
 	curPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		c := &curriculum{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum,
+		c := &curriculumActor{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum,
 			sink: deps.Checkpoints, pool: pool}
 		pool = nil
 		return c
@@ -501,8 +502,8 @@ wait:
 			*into.(*LearnerStats) = *v
 		case *PolicyServerStats:
 			*into.(*PolicyServerStats) = *v
-		case *synth.CurriculumStats:
-			*into.(*synth.CurriculumStats) = *v
+		case *curriculum.CurriculumStats:
+			*into.(*curriculum.CurriculumStats) = *v
 		case *SynthStats:
 			*into.(*SynthStats) = *v
 		case *SchedulerStats:

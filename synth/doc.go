@@ -1,6 +1,6 @@
-// Package synth makes and chooses tasks: the contract of a task source, the
-// curriculum that decides which tasks to play and what to ask the source
-// for, and the task record the store keeps.
+// Package synth makes tasks: the contract of a task source and of what it
+// can be asked for, and the task record the store keeps. Which tasks to
+// play is package curriculum's job.
 //
 // # Sources
 //
@@ -22,20 +22,11 @@
 // blocks until its tasks are made (a real one's validation runs its
 // module's tests) and returns ctx's error when ctx is cancelled.
 //
-// # Curricula
+// # Requests
 //
-// A Curriculum plans the tasks of each request for tasks (Plan: replayed
-// ones and a number of fresh ones), says what to ask the synthesizer for
-// (Request), and learns from the outcomes of completed episodes (Observe)
-// and the policy's versions (Advance). Replay is the replay-buffer
-// curriculum of every strategy in Strategies (frontier, the default, scores
-// tasks by their expected learnability under per-task Beta posteriors
-// pooled by bin: Estimate); Target and Fixed only ever ask for fresh
-// tasks of a difficulty (Target's follows the policy's ability). A
-// curriculum is plain synchronous code, driven by the curriculum actor from
-// one goroutine and testable without it; it never blocks. A Snapshotter
-// curriculum (Replay, Target, Fixed) saves its whole state as plain data
-// and restores it, which is how checkpoints hold it.
+// Request is what a curriculum (package curriculum) asks the synthesizer
+// for: a difficulty, a bin (Knobs, which BinOf gives of a task), or a task
+// to compound (CompoundOf checks the answer).
 //
 // # Tasks
 //

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/curriculum"
 	envsim "github.com/frognano/frog/env/sim"
 	policysim "github.com/frognano/frog/policy/sim"
-	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
 )
 
@@ -88,7 +88,7 @@ func runBench(ctx context.Context, g *globals, o *benchOptions) error {
 		if err != nil {
 			return actors.Deps{}, err
 		}
-		cur, err := synth.NewTarget(0.5, 0, 0.01)
+		cur, err := curriculum.NewTarget(0.5, 0, 0.01)
 		if err != nil {
 			return actors.Deps{}, err
 		}

@@ -4,14 +4,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/spf13/pflag"
-
-	"github.com/frognano/frog/synth"
 )
 
 // curricula are the values of --curriculum: the replay strategies and the
 // two that only ever ask for fresh tasks.
-var curricula = append(slices.Clone(synth.Strategies), "target", "fixed")
+var curricula = append(slices.Clone(curriculum.Strategies), "target", "fixed")
 
 // replayOptions are the flags of the replay curricula (frontier and the
 // strategies it is compared with).
@@ -26,7 +25,7 @@ type replayOptions struct {
 }
 
 func (o *replayOptions) flags(f *pflag.FlagSet) {
-	d := synth.DefaultReplayConfig()
+	d := curriculum.DefaultReplayConfig()
 	f.Float64Var(&o.FreshShare, "fresh-share", d.FreshShare, "share of fresh tasks from the synthesizer in each request of the replay curricula")
 	f.Float64Var(&o.Temperature, "curriculum-temperature", d.Temperature, "frontier: rank prioritization temperature (task of rank r drawn ∝ r^(-1/T))")
 	f.Float64Var(&o.Staleness, "curriculum-staleness", d.Staleness, "frontier: share of the replay distribution given to how long a task went unplayed")
@@ -67,13 +66,13 @@ type curriculumSpec struct {
 
 // newCurriculum makes the curriculum s names; a bad name or setting is a
 // UsageError.
-func newCurriculum(s curriculumSpec) (synth.Curriculum, error) {
+func newCurriculum(s curriculumSpec) (curriculum.Curriculum, error) {
 	name, difficulty, o, seed, groupsPerUpdate := s.Name, s.Difficulty, s.Replay, s.Seed, s.GroupsPerUpdate
 	switch name {
 	case "fixed":
-		return &synth.Fixed{D: difficulty}, nil
+		return &curriculum.Fixed{D: difficulty}, nil
 	case "target":
-		c, err := synth.NewTarget(s.PassRate, difficulty, s.Rate)
+		c, err := curriculum.NewTarget(s.PassRate, difficulty, s.Rate)
 		if err != nil {
 			return nil, &UsageError{Err: err}
 		}
@@ -82,13 +81,13 @@ func newCurriculum(s curriculumSpec) (synth.Curriculum, error) {
 	if !slices.Contains(curricula, name) {
 		return nil, usagef("--curriculum %q: want one of %s", name, strings.Join(curricula, ", "))
 	}
-	cfg := synth.DefaultReplayConfig()
+	cfg := curriculum.DefaultReplayConfig()
 	cfg.Strategy, cfg.Seed, cfg.Difficulty = name, seed, difficulty
 	cfg.FreshShare, cfg.Temperature, cfg.Staleness = o.FreshShare, o.Temperature, o.Staleness
 	cfg.Estimate.Discount, cfg.FixedSet, cfg.Capacity = o.Discount, o.FixedSet, o.Capacity
 	cfg.Compound = o.Compound
 	cfg.UpdateGroups = max(1, groupsPerUpdate)
-	c, err := synth.NewReplay(cfg)
+	c, err := curriculum.NewReplay(cfg)
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}

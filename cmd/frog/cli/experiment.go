@@ -30,6 +30,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/policy"
@@ -124,7 +125,7 @@ run on 2 cores: the whole experiment in about an hour); --points 2; --heldout
 	}
 	f := c.Flags()
 	f.StringVar(&o.Mode, "mode", "sim", "sim (the named simulation) or real (frog's neural policy trained on real tasks)")
-	f.StringSliceVar(&o.Strategies, "strategies", append(slices.Clone(synth.Strategies), "target"), "curricula to compare (--curriculum values)")
+	f.StringSliceVar(&o.Strategies, "strategies", append(slices.Clone(curriculum.Strategies), "target"), "curricula to compare (--curriculum values)")
 	f.IntVar(&o.Seeds, "seeds", 5, "seeds per strategy")
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "the first seed; seeds are first-seed, first-seed+1, …")
 	f.Int64Var(&o.Budget, "budget", 40000, "test executions per run")
@@ -647,7 +648,7 @@ func summarize(results []runResult, o *experimentOptions) experimentTable {
 		by[r.Strategy] = append(by[r.Strategy], r)
 	}
 	uniform := map[uint64]float64{}
-	for _, r := range by[synth.StrategyUniform] {
+	for _, r := range by[curriculum.StrategyUniform] {
 		uniform[r.Seed] = r.Final
 	}
 	tab := experimentTable{Mode: o.Mode, Budget: o.Budget, TargetSolve: o.TargetSolve, Heldout: o.Heldout, Dir: o.Dir}
@@ -675,7 +676,7 @@ func summarize(results []runResult, o *experimentOptions) experimentTable {
 			slices.Sort(reach)
 			row.Reach = reach[len(reach)/2]
 		}
-		if len(diff) > 0 && s != synth.StrategyUniform {
+		if len(diff) > 0 && s != curriculum.StrategyUniform {
 			d := boot(diff, rng)
 			row.VsUniform = &d
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
@@ -82,7 +83,7 @@ func (o *experimentOptions) realDefaults(c *cobra.Command) {
 		o.TargetSolve = 0.35
 	}
 	if !changed("strategies") {
-		o.Strategies = []string{synth.StrategyFrontier, synth.StrategyUniform, "easy", "hard"}
+		o.Strategies = []string{curriculum.StrategyFrontier, curriculum.StrategyUniform, "easy", "hard"}
 	}
 }
 

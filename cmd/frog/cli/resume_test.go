@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/frognano/frog/actors"
-	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/curriculum"
 )
 
 // frog runs the command line as a user types it and returns its stderr.
@@ -56,7 +56,7 @@ func firstCurriculumRecord(t *testing.T, run string, from int64) actors.Curricul
 
 // checkpointedCurriculum is the curriculum of run's latest checkpoint, as
 // the run's config makes it.
-func checkpointedCurriculum(t *testing.T, run string) synth.CurriculumStats {
+func checkpointedCurriculum(t *testing.T, run string) curriculum.CurriculumStats {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(run, "config.json"))
 	if err != nil {
@@ -80,7 +80,7 @@ func checkpointedCurriculum(t *testing.T, run string) synth.CurriculumStats {
 	if len(ck.Curriculum) == 0 {
 		t.Fatalf("%s holds no curriculum state", ck.File)
 	}
-	if err := cur.(synth.Snapshotter).Restore(ck.Curriculum); err != nil {
+	if err := cur.(curriculum.Snapshotter).Restore(ck.Curriculum); err != nil {
 		t.Fatalf("%s: %v", ck.File, err)
 	}
 	return cur.Stats()

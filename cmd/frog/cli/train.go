@@ -20,6 +20,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
@@ -432,7 +433,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 // (a checkpoint without the curriculum's state leaves it fresh, with a
 // warning, and returns no pool) and cuts the directory's records back to
 // that checkpoint (cutRunDir).
-func (o *trainOptions) openRunDir(l *neural.Learner, cur synth.Curriculum, log zerolog.Logger) (*runDir, resumePoint, error) {
+func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, log zerolog.Logger) (*runDir, resumePoint, error) {
 	if o.Resume == "" {
 		path := o.RunDir
 		if path == "" {
@@ -496,13 +497,13 @@ func savedNote(dir string) string {
 // restoreCurriculum puts cur (the run's curriculum, kind name) back at the
 // checkpoint's state. A checkpoint without one (saved before checkpoints
 // held it) leaves cur fresh, with a warning, and its pool is dropped.
-func restoreCurriculum(cur synth.Curriculum, ck *actors.Checkpoint, name string, log zerolog.Logger) error {
+func restoreCurriculum(cur curriculum.Curriculum, ck *actors.Checkpoint, name string, log zerolog.Logger) error {
 	if len(ck.Curriculum) == 0 {
 		log.Warn().Str("curriculum", name).Msg("the checkpoint holds no curriculum state (saved by an older frog): the resumed run's curriculum starts fresh")
 		ck.Pool = nil
 		return nil
 	}
-	s, ok := cur.(synth.Snapshotter)
+	s, ok := cur.(curriculum.Snapshotter)
 	if !ok {
 		return fmt.Errorf("the %s curriculum cannot be restored from a checkpoint", name)
 	}
@@ -520,7 +521,7 @@ func restoreCurriculum(cur synth.Curriculum, ck *actors.Checkpoint, name string,
 
 // heldTasks are the ids of the tasks a restored curriculum holds: its
 // replay buffer's and the pool's.
-func heldTasks(cur synth.Curriculum, pool []env.Task) []string {
+func heldTasks(cur curriculum.Curriculum, pool []env.Task) []string {
 	var ids []string
 	if h, ok := cur.(interface{ Held() []string }); ok {
 		ids = h.Held()

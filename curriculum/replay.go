@@ -1,4 +1,4 @@
-package synth
+package curriculum
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 // The strategies of a Replay curriculum.
@@ -437,7 +438,7 @@ func (r *Replay) Admit(tasks []*env.Task) {
 			e.last, e.served = r.tick, e.served+1
 			continue
 		}
-		e := &entry{t: t, bin: BinOf(t).Key(), last: r.tick, served: 1}
+		e := &entry{t: t, bin: synth.BinOf(t).Key(), last: r.tick, served: 1}
 		r.buf = append(r.buf, e)
 		r.byID[t.ID] = e
 	}
@@ -499,12 +500,12 @@ func (r *Replay) evict() {
 // any bin, to find bins never seen. Frontier's requests also carry a
 // difficulty aimed at τ (a Target) for sources that take only a
 // difficulty. The other strategies ask for the synthesizer's own mix.
-func (r *Replay) Request() Request {
+func (r *Replay) Request() synth.Request {
 	r.st.Requests++
 	if r.cfg.Strategy != StrategyFrontier {
-		return Request{Difficulty: r.cfg.Difficulty, Knobs: &Knobs{}}
+		return synth.Request{Difficulty: r.cfg.Difficulty, Knobs: &synth.Knobs{}}
 	}
-	req := Request{Difficulty: r.target.Difficulty(), Knobs: &Knobs{}}
+	req := synth.Request{Difficulty: r.target.Difficulty(), Knobs: &synth.Knobs{}}
 	if r.cfg.Compound > 0 && r.rng.Float64() < r.cfg.Compound {
 		if e := r.compoundBase(); e != nil {
 			e.compounded++
@@ -555,7 +556,7 @@ func (r *Replay) compoundBase() *entry {
 
 // steerCandidate is a bin, or one knob alone, that a request may name.
 type steerCandidate struct {
-	k     Knobs
+	k     synth.Knobs
 	ev    evidence
 	front int
 }
@@ -573,8 +574,8 @@ func (r *Replay) candidates4(bins []string) []steerCandidate {
 		}
 	}
 	var out []steerCandidate
-	marg := map[Knobs]int{} // index in out
-	add := func(k Knobs, f int) {
+	marg := map[synth.Knobs]int{} // index in out
+	add := func(k synth.Knobs, f int) {
 		i, ok := marg[k]
 		if !ok {
 			i = len(out)
@@ -588,7 +589,7 @@ func (r *Replay) candidates4(bins []string) []steerCandidate {
 		out[i].front += f
 	}
 	for _, b := range bins {
-		k, err := ParseKnobs(b)
+		k, err := synth.ParseKnobs(b)
 		if err != nil {
 			continue
 		}
@@ -596,18 +597,18 @@ func (r *Replay) candidates4(bins []string) []steerCandidate {
 		out = append(out, steerCandidate{k: k, ev: ev, front: f})
 	}
 	for _, b := range bins {
-		k, err := ParseKnobs(b)
+		k, err := synth.ParseKnobs(b)
 		if err != nil {
 			continue
 		}
 		f := front[b]
-		add(Knobs{Family: k.Family}, f)
-		add(Knobs{K: k.K}, f)
-		add(Knobs{Locality: k.Locality}, f)
+		add(synth.Knobs{Family: k.Family}, f)
+		add(synth.Knobs{K: k.K}, f)
+		add(synth.Knobs{Locality: k.Locality}, f)
 		if k.Rank != "" {
-			add(Knobs{Rank: k.Rank}, f)
+			add(synth.Knobs{Rank: k.Rank}, f)
 		}
-		add(Knobs{Module: k.Module}, f)
+		add(synth.Knobs{Module: k.Module}, f)
 	}
 	return out
 }
@@ -633,7 +634,7 @@ func (r *Replay) observeRequest(id string, reward float64) {
 		r.reqEv[k] = ev
 	}
 	ev.add(reward)
-	if kn, err := ParseKnobs(k); err != nil || kn == (Knobs{}) {
+	if kn, err := synth.ParseKnobs(k); err != nil || kn == (synth.Knobs{}) {
 		return
 	}
 	// Only tasks of a bin (or knob) the controller chose feed it: it
@@ -669,20 +670,20 @@ func binValue(ev evidence, tau float64, f int) float64 {
 }
 
 // Synthesized counts what a request yielded, per bin.
-func (r *Replay) Synthesized(req Request, tasks []env.Task) {
-	if req.Knobs != nil && *req.Knobs != (Knobs{}) {
+func (r *Replay) Synthesized(req synth.Request, tasks []env.Task) {
+	if req.Knobs != nil && *req.Knobs != (synth.Knobs{}) {
 		key := req.Knobs.Key()
 		r.requested[key] += int64(len(tasks))
 		for i := range tasks {
-			if req.Knobs.Matches(BinOf(&tasks[i])) {
+			if req.Knobs.Matches(synth.BinOf(&tasks[i])) {
 				r.matched[key]++
 			}
 		}
 	}
 	for i := range tasks {
-		r.yield[BinOf(&tasks[i]).Key()]++
+		r.yield[synth.BinOf(&tasks[i]).Key()]++
 		switch {
-		case req.Base != nil && CompoundOf(&tasks[i], req.Base):
+		case req.Base != nil && synth.CompoundOf(&tasks[i], req.Base):
 			r.st.CompoundTasks++
 			r.reqOf[tasks[i].ID] = compoundKey
 		case req.Knobs != nil && r.cfg.Strategy == StrategyFrontier:

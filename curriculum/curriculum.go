@@ -1,13 +1,12 @@
-package synth
+package curriculum
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 // Curriculum decides which tasks the scheduler's groups play: tasks served
@@ -23,9 +22,9 @@ type Curriculum interface {
 	// Admit tells the curriculum of fresh tasks about to be served.
 	Admit(tasks []*env.Task)
 	// Request is what to ask the synthesizer for next.
-	Request() Request
+	Request() synth.Request
 	// Synthesized reports what the synthesizer made for a request.
-	Synthesized(req Request, tasks []env.Task)
+	Synthesized(req synth.Request, tasks []env.Task)
 	// Observe records the reward of one completed episode of task t, played
 	// in GRPO group group. Infrastructure failures are never observed.
 	Observe(t *env.Task, reward float64, group uint64)
@@ -41,54 +40,13 @@ type Plan struct {
 	Fresh  int
 }
 
-// Request is what a curriculum asks the synthesizer for: tasks near
-// Difficulty, or, from a Steerable source, tasks that match Knobs; or,
-// from a Compounder, Base made harder by one more mutation (the rest from
-// Knobs or Difficulty when it makes fewer than asked for).
-type Request struct {
-	Difficulty float64   `json:"difficulty"`
-	Knobs      *Knobs    `json:"knobs,omitempty"`
-	Base       *env.Task `json:"base,omitempty"`
-}
-
-// Steerable is a Source that can be asked for tasks of a bin (found by type
-// assertion). TasksFor is called as Source.Tasks is; an empty field of k
-// means any.
-type Steerable interface {
-	TasksFor(ctx context.Context, n int, k Knobs) ([]env.Task, error)
-}
-
-// Compounder is a Source that can make a task harder (found by type
-// assertion): Compound returns up to n validated tasks made of base's
-// mutations and one more in the same package, fewer or none (with no
-// error) when few such were valid. It is called as Source.Tasks is.
-type Compounder interface {
-	Compound(ctx context.Context, n int, base env.Task) ([]env.Task, error)
-}
-
-// CompoundOf reports whether t is base with one more mutation: a task of
-// base's package whose mutations are base's and one other.
-func CompoundOf(t, base *env.Task) bool {
-	if t.Repo != base.Repo || t.Package != base.Package || len(t.Mutations) != len(base.Mutations)+1 {
-		return false
-	}
-	for _, bm := range base.Mutations {
-		if !slices.ContainsFunc(t.Mutations, func(m env.Mutation) bool {
-			return m.File == bm.File && m.Op == bm.Op && slices.Equal(m.Edits, bm.Edits)
-		}) {
-			return false
-		}
-	}
-	return true
-}
-
 // fresh is the part of a curriculum that only ever serves fresh tasks.
 type fresh struct{}
 
-func (fresh) Plan(n int) Plan                 { return Plan{Fresh: n} }
-func (fresh) Admit([]*env.Task)               {}
-func (fresh) Synthesized(Request, []env.Task) {}
-func (fresh) Advance(int64)                   {}
+func (fresh) Plan(n int) Plan                       { return Plan{Fresh: n} }
+func (fresh) Admit([]*env.Task)                     {}
+func (fresh) Synthesized(synth.Request, []env.Task) {}
+func (fresh) Advance(int64)                         {}
 
 // CurriculumStats summarizes what a curriculum saw.
 type CurriculumStats struct {
@@ -160,7 +118,7 @@ type Fixed struct {
 }
 
 // Request asks for difficulty D.
-func (f *Fixed) Request() Request { return Request{Difficulty: f.D} }
+func (f *Fixed) Request() synth.Request { return synth.Request{Difficulty: f.D} }
 
 // Observe tallies the outcome.
 func (f *Fixed) Observe(t *env.Task, reward float64, _ uint64) { f.t.add(t.Difficulty, reward) }
@@ -208,7 +166,7 @@ func (c *Target) Difficulty() float64 {
 }
 
 // Request asks for Difficulty.
-func (c *Target) Request() Request { return Request{Difficulty: c.Difficulty()} }
+func (c *Target) Request() synth.Request { return synth.Request{Difficulty: c.Difficulty()} }
 
 // Observe moves the ability estimate toward what the outcome says.
 func (c *Target) Observe(t *env.Task, reward float64, _ uint64) { c.observe(t.Difficulty, reward) }

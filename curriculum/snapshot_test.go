@@ -1,4 +1,4 @@
-package synth
+package curriculum
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 // script drives a curriculum as the curriculum actor and the scheduler do:
@@ -62,11 +63,11 @@ func (s *script) clone() *script {
 type step struct {
 	Replay  []env.Task
 	Fresh   int
-	Request Request
+	Request synth.Request
 	Stats   CurriculumStats
 }
 
-var scriptBins = []Knobs{
+var scriptBins = []synth.Knobs{
 	{Family: "token", K: 1, Locality: "single", Rank: "r1", Module: "m1"},
 	{Family: "guard", K: 1, Locality: "single", Rank: "r4-9", Module: "m1"},
 	{Family: "stmt", K: 2, Locality: "func", Rank: "r10+", Module: "m2"},
@@ -86,7 +87,7 @@ func (s *script) step(c Curriculum) step {
 		made := make([]env.Task, p.Fresh)
 		for i := range made {
 			k := scriptBins[s.rng.IntN(len(scriptBins))]
-			if r := st.Request.Knobs; r != nil && *r != (Knobs{}) && s.rng.Float64() < 0.8 {
+			if r := st.Request.Knobs; r != nil && *r != (synth.Knobs{}) && s.rng.Float64() < 0.8 {
 				k = fill(*r, k)
 			}
 			s.next++
@@ -138,7 +139,7 @@ func (s *script) step(c Curriculum) step {
 
 // fill is the bin a steered source makes for request r: r's knobs, the
 // others from k.
-func fill(r, k Knobs) Knobs {
+func fill(r, k synth.Knobs) synth.Knobs {
 	if r.Family != "" {
 		k.Family = r.Family
 	}

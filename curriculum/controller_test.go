@@ -1,4 +1,4 @@
-package synth_test
+package curriculum_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
-	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
 )
 
@@ -17,9 +17,9 @@ import (
 // half, where the synthesizer's own mix (uniform) is far from it.
 func TestControllerKeepsFreshTasksNearTheTarget(t *testing.T) {
 	run := func(strategy string, skill float64) float64 {
-		cfg := synth.DefaultReplayConfig()
+		cfg := curriculum.DefaultReplayConfig()
 		cfg.Strategy, cfg.Seed = strategy, 3
-		r, err := synth.NewReplay(cfg)
+		r, err := curriculum.NewReplay(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestControllerKeepsFreshTasksNearTheTarget(t *testing.T) {
 		return pass / n
 	}
 	for _, skill := range []float64{0, 2.5} {
-		f, u := run(synth.StrategyFrontier, skill), run(synth.StrategyUniform, skill)
+		f, u := run(curriculum.StrategyFrontier, skill), run(curriculum.StrategyUniform, skill)
 		t.Logf("skill %v: fresh pass rate frontier %.3f, uniform %.3f", skill, f, u)
 		if math.Abs(f-0.5) > 0.08 {
 			t.Errorf("skill %v: frontier's fresh tasks pass %.3f of the time, want 0.5 ± 0.08", skill, f)

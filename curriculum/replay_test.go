@@ -1,10 +1,11 @@
-package synth
+package curriculum
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 func newReplay(t *testing.T, mod func(*ReplayConfig)) *Replay {
@@ -203,7 +204,7 @@ func TestStrategiesChooseAsSpecified(t *testing.T) {
 // learnable bin.
 func TestRequestsSteerToLearnableBins(t *testing.T) {
 	r := newReplay(t, nil)
-	bins := []Knobs{{Family: "token", K: 1, Locality: "single", Module: "m"}, {Family: "stmt", K: 1, Locality: "single", Module: "m"}}
+	bins := []synth.Knobs{{Family: "token", K: 1, Locality: "single", Module: "m"}, {Family: "stmt", K: 1, Locality: "single", Module: "m"}}
 	made := map[string]int{}
 	var group uint64
 	for i := range 400 {
@@ -211,7 +212,7 @@ func TestRequestsSteerToLearnableBins(t *testing.T) {
 		if req.Knobs == nil {
 			t.Fatal("frontier request without knobs")
 		}
-		var match []Knobs
+		var match []synth.Knobs
 		for _, b := range bins {
 			if req.Knobs.Matches(b) {
 				match = append(match, b)
@@ -240,7 +241,7 @@ func TestRequestsSteerToLearnableBins(t *testing.T) {
 		t.Errorf("steered %d requests, their tasks pass %.3f; want near one half", st.Steered, st.SteeredPassRate)
 	}
 	u := newReplay(t, func(c *ReplayConfig) { c.Strategy = StrategyUniform })
-	if req := u.Request(); req.Knobs == nil || *req.Knobs != (Knobs{}) {
+	if req := u.Request(); req.Knobs == nil || *req.Knobs != (synth.Knobs{}) {
 		t.Errorf("uniform request %+v, want the synthesizer's own mix", req)
 	}
 }
@@ -316,7 +317,7 @@ func TestCompoundRequests(t *testing.T) {
 
 	compound := env.Task{ID: "best+1", Repo: "m", Package: "m/p", Bin: "token/2/func/m", Mutations: append(mut(1), env.Mutation{File: "a.go", Op: "other", Edits: []env.Edit{{Offset: 99, Old: "a", New: "b"}}})}
 	other := env.Task{ID: "other", Repo: "m", Package: "m/q", Bin: "token/2/func/m", Mutations: mut(2)} // another package
-	r.Synthesized(Request{Base: best, Knobs: &Knobs{}}, []env.Task{compound, other})
+	r.Synthesized(synth.Request{Base: best, Knobs: &synth.Knobs{}}, []env.Task{compound, other})
 	r.Admit([]*env.Task{&compound, &other})
 	r.Observe(&compound, 1, 2)
 	r.Observe(&compound, 0, 2)
@@ -335,10 +336,10 @@ func TestCompoundRequests(t *testing.T) {
 // brings tasks of other bins instead, frontier asks for something else.
 func TestRequestsMoveOnFromBinsTheSynthesizerCannotMake(t *testing.T) {
 	r := newReplay(t, func(c *ReplayConfig) { c.Explore = 0 })
-	good := Knobs{Family: "token", K: 1, Locality: "single", Module: "m"}
-	scarce := Knobs{Family: "idiom", K: 1, Locality: "single", Module: "m"}
+	good := synth.Knobs{Family: "token", K: 1, Locality: "single", Module: "m"}
+	scarce := synth.Knobs{Family: "idiom", K: 1, Locality: "single", Module: "m"}
 	var group uint64
-	play := func(id string, b Knobs, pass bool) {
+	play := func(id string, b synth.Knobs, pass bool) {
 		task := env.Task{ID: id, Bin: b.Key()}
 		r.Admit([]*env.Task{&task})
 		group++
@@ -363,7 +364,7 @@ func TestRequestsMoveOnFromBinsTheSynthesizerCannotMake(t *testing.T) {
 		r.Synthesized(req, []env.Task{task})
 		play(task.ID, good, true)
 	}
-	if n := asked[scarce.Key()] + asked[Knobs{Family: "idiom"}.Key()]; n > 12 {
+	if n := asked[scarce.Key()] + asked[synth.Knobs{Family: "idiom"}.Key()]; n > 12 {
 		t.Errorf("asked for the bin it cannot make %d times of 60 (%v); want it dropped after a few", n, asked)
 	}
 }

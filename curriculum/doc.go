@@ -1,0 +1,19 @@
+// Package curriculum decides which tasks the scheduler's groups play and
+// what to ask the synthesizer for.
+//
+// A Curriculum plans the tasks of each request for tasks (Plan: replayed
+// ones and a number of fresh ones), says what to ask the synthesizer for
+// (Request, a synth.Request), and learns from the outcomes of completed
+// episodes (Observe) and the policy's versions (Advance). Replay is the
+// replay-buffer curriculum of every strategy in Strategies (frontier, the
+// default, scores tasks by their expected learnability under per-task Beta
+// posteriors pooled by bin: Estimate); Target and Fixed only ever ask for
+// fresh tasks of a difficulty (Target's follows the policy's ability).
+//
+// A curriculum is plain synchronous code: the curriculum actor of package
+// actors calls it from one goroutine, and it never blocks, so it is
+// testable without the actors. A Snapshotter curriculum (Replay, Target,
+// Fixed) saves its whole state as bytes and restores it exactly; that is
+// how checkpoints hold it. Every curriculum passes the conformance suite
+// of this package's tests (Conform), which a broken strategy fails.
+package curriculum

@@ -149,28 +149,35 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	sum, err := Run(ctx, run, deps)
 	rep := EvalReport{Tasks: len(tasks), Summary: sum}
 	rep.Cost.WallSeconds = sum.ElapsedSeconds
-	solved, atTries := 0, make([]int, len(cfg.Marks))
+	rep.tally(results, byID, cfg.Marks)
+	return rep, err
+}
+
+// tally fills r's outcomes, solve rates (overall, at each of marks tries,
+// by module, family and k) and costs from the episodes' results.
+func (r *EvalReport) tally(results []EpisodeResult, byID map[string]*EvalTask, marks []int) {
+	solved, atTries := 0, make([]int, len(marks))
 	groups := map[string]map[string][2]int{"module": {}, "family": {}, "k": {}}
 	var execs, tries int
 	var secs float64
-	for _, r := range results {
-		switch r.Kind {
+	for _, res := range results {
+		switch res.Kind {
 		case FailedInfra:
-			rep.Outcomes.FailedInfra++
+			r.Outcomes.FailedInfra++
 			continue
 		case Cancelled:
-			rep.Outcomes.Cancelled++
+			r.Outcomes.Cancelled++
 			continue
 		}
-		rep.Outcomes.Completed++
-		tr := r.Trajectory
+		r.Outcomes.Completed++
+		tr := res.Trajectory
 		if tr != nil && tr.RewardHackSuspected != "" {
-			rep.Outcomes.RewardHackSuspected++
+			r.Outcomes.RewardHackSuspected++
 		}
 		win := tr != nil && tr.Reward > 0
 		if win {
 			solved++
-			for i, m := range cfg.Marks {
+			for i, m := range marks {
 				if tr.Tries <= m {
 					atTries[i]++
 				}
@@ -183,7 +190,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 				secs += s.Result.Duration.Seconds()
 			}
 		}
-		et := byID[r.Task.ID]
+		et := byID[res.Task.ID]
 		if et == nil {
 			continue
 		}
@@ -196,19 +203,18 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 			groups[kind][key] = g
 		}
 	}
-	n := rep.Outcomes.Completed
-	rep.Episodes = n
-	rep.Solved = NewRate(solved, n)
-	for i, m := range cfg.Marks {
-		rep.AtTries = append(rep.AtTries, RateAt{Tries: m, Rate: NewRate(atTries[i], n)})
+	n := r.Outcomes.Completed
+	r.Episodes = n
+	r.Solved = NewRate(solved, n)
+	for i, m := range marks {
+		r.AtTries = append(r.AtTries, RateAt{Tries: m, Rate: NewRate(atTries[i], n)})
 	}
-	rep.ByModule, rep.ByFamily, rep.ByK = rates(groups["module"]), rates(groups["family"]), rates(groups["k"])
+	r.ByModule, r.ByFamily, r.ByK = rates(groups["module"]), rates(groups["family"]), rates(groups["k"])
 	if n > 0 {
-		rep.Cost.ExecutionsPerEpisode = float64(execs) / float64(n)
-		rep.Cost.TriesPerEpisode = float64(tries) / float64(n)
-		rep.Cost.SecondsPerEpisode = secs / float64(n)
+		r.Cost.ExecutionsPerEpisode = float64(execs) / float64(n)
+		r.Cost.TriesPerEpisode = float64(tries) / float64(n)
+		r.Cost.SecondsPerEpisode = secs / float64(n)
 	}
-	return rep, err
 }
 
 func rates(m map[string][2]int) []RateOf {

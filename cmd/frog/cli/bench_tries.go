@@ -294,27 +294,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		if err != nil {
 			return err
 		}
-		after := pass.h.Stats()
-		p := episodePass{Pass: pass.name, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
-			SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
-			RealBuilds: after.RealBuilds - before.RealBuilds, Tries: after.Tries - before.Tries, TryRuns: after.TryRuns - before.TryRuns,
-			Verdicts: after.Verdicts - before.Verdicts, Served: after.Served - before.Served, ServerStarts: after.ServerStarts - before.ServerStarts,
-			Confirmed: after.Confirmed - before.Confirmed, ServedEnded: after.ServedEnded - before.ServedEnded, CPUSeconds: cpuSeconds() - cpu0,
-			CoverBuilds: after.CoverBuilds - before.CoverBuilds, GoTests: after.GoTests - before.GoTests}
-		if p.Seconds > 0 {
-			p.PerSecond = float64(p.Episodes) / p.Seconds
-		}
-		if c := after.Calls - before.Calls; c > 0 {
-			p.CacheHit = float64(after.Hits-before.Hits) / float64(c)
-		}
-		for k, v := range after.Seconds {
-			if d := v - before.Seconds[k]; d > 0 {
-				if p.HarnessSeconds == nil {
-					p.HarnessSeconds = map[string]float64{}
-				}
-				p.HarnessSeconds[k] = d
-			}
-		}
+		p := newEpisodePass(pass.name, e, before, pass.h.Stats(), cpuSeconds()-cpu0)
 		rep.Episodes = append(rep.Episodes, p)
 		switch {
 		case pass.name == "first" && rep.Check.Tasks > 0:
@@ -330,6 +310,32 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return err
 	}
 	return rep.print(g.stdout, o.json)
+}
+
+// newEpisodePass is the figures of one pass of episodes: e's, and what
+// the harness counted between before and after.
+func newEpisodePass(name string, e actors.EvalReport, before, after validate.HarnessStats, cpu float64) episodePass {
+	p := episodePass{Pass: name, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
+		SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
+		RealBuilds: after.RealBuilds - before.RealBuilds, Tries: after.Tries - before.Tries, TryRuns: after.TryRuns - before.TryRuns,
+		Verdicts: after.Verdicts - before.Verdicts, Served: after.Served - before.Served, ServerStarts: after.ServerStarts - before.ServerStarts,
+		Confirmed: after.Confirmed - before.Confirmed, ServedEnded: after.ServedEnded - before.ServedEnded, CPUSeconds: cpu,
+		CoverBuilds: after.CoverBuilds - before.CoverBuilds, GoTests: after.GoTests - before.GoTests}
+	if p.Seconds > 0 {
+		p.PerSecond = float64(p.Episodes) / p.Seconds
+	}
+	if c := after.Calls - before.Calls; c > 0 {
+		p.CacheHit = float64(after.Hits-before.Hits) / float64(c)
+	}
+	for k, v := range after.Seconds {
+		if d := v - before.Seconds[k]; d > 0 {
+			if p.HarnessSeconds == nil {
+				p.HarnessSeconds = map[string]float64{}
+			}
+			p.HarnessSeconds[k] = d
+		}
+	}
+	return p
 }
 
 // costOfNewTask works out newTaskCost from the check and the passes of

@@ -281,19 +281,35 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 	r := newRunResult(o, strategy, seed, execs.Load(), sum, len(x.heldout))
 	r.Quarantined = len(q.Quarantined())
 	r.TrainSeconds = time.Since(start).Seconds()
+	if err := x.curve(ctx, name, seed, &r, snaps, xs); err != nil {
+		return runResult{}, err
+	}
+	r.Final = r.CurveY[len(r.CurveY)-1]
+	r.AUC = policy.Mean(r.CurveY)
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// curve evaluates on the held-out tasks each of snaps, the policies at
+// the test executions xs (the run's start once per seed, a policy unchanged
+// since the last point not again), and adds the points, the curve and
+// the budget at which it reached --target-solve to r.
+func (x *realExperiment) curve(ctx context.Context, name string, seed uint64, r *runResult, snaps []*neural.Policy, xs []int64) error {
+	o := x.o
+	var err error
 	for i, p := range snaps {
 		var pt heldoutPoint
 		if i == 0 {
 			if v, ok := x.start[seed]; ok {
 				pt = v
 			} else if pt, err = x.evaluate(ctx, name, p); err != nil {
-				return runResult{}, err
+				return err
 			}
 			x.start[seed] = pt
 		} else if snaps[i] == snaps[i-1] {
 			pt = r.Points[i-1] // no update between the two points
 		} else if pt, err = x.evaluate(ctx, name, p); err != nil {
-			return runResult{}, err
+			return err
 		}
 		y := pt.Solved
 		r.Points = append(r.Points, pt)
@@ -302,10 +318,7 @@ func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint
 			r.Reach = xs[i]
 		}
 	}
-	r.Final = r.CurveY[len(r.CurveY)-1]
-	r.AUC = policy.Mean(r.CurveY)
-	r.Seconds = time.Since(start).Seconds()
-	return r, nil
+	return nil
 }
 
 // maxRealEpisodes bounds a real run's episodes whatever its budget.

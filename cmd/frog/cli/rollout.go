@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
-	"github.com/frognano/frog/synth"
 )
 
 // rolloutOptions are the flags of `frog rollout`.
@@ -158,11 +156,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		return err
 	}
 	if prior != nil {
-		recs = slices.DeleteFunc(recs, func(r synth.TaskRecord) bool { return prior.done[r.ID] })
-		log.Info().Str("out", o.Out).Int("records", prior.Records).Int("groups", prior.Groups).Int("tasks_done", prior.TasksDone).
-			Uint64("first_group", prior.nextGroup).Uint64("first_episode", prior.nextEpisode).Str("torn", prior.Torn).
-			Msg("continuing the rollout in --out: new groups and episodes are numbered after its own")
-		if len(recs) == 0 {
+		if recs = prior.rest(recs, o.Out, log); len(recs) == 0 {
 			_, err := fmt.Fprintf(g.stdout, "every task of %s has a whole group in %s already: nothing to roll out\n", o.Tasks, o.Out)
 			return err
 		}
@@ -231,15 +225,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	log.Info().Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Int("group_size", o.GroupSize).
 		Strs("servers", pol.Config().BaseURLs).Str("model", pol.Config().Model).Msg("rolling out")
 	start := time.Now()
-	bar := startBar(g, !o.JSON, int64(len(tasks)*o.GroupSize), "ep", func() (string, int64) {
-		c, st := deps.Counters, pol.Stats()
-		desc := fmt.Sprintf("episodes (%d running, %d infra failed, %.0f tok/s", c.Running.Load(), c.FailedInfra.Load(),
-			float64(st.CompletionTokens)/time.Since(start).Seconds())
-		if done := c.Completed.Load(); done > 0 {
-			desc += fmt.Sprintf(", %.0f%% solved", 100*float64(c.Solved.Load())/float64(done))
-		}
-		return desc + ")", c.Recorded()
-	})
+	bar := startBar(g, !o.JSON, int64(len(tasks)*o.GroupSize), "ep", rolloutProgress(deps.Counters, pol, start))
 	ev, runErr := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: o.GroupSize}, pol, deps)
 	bar.stop()
 	if err := exp.Close(); err != nil {
@@ -248,17 +234,36 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err := shards.close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("export: %w", err))
 	}
-	st := pol.Stats()
+	rep := newRolloutReport(o, ev, pol.Stats(), len(tasks))
+	rep.Calls, rep.Export, rep.Quarantined, rep.Harness = timings.Summary(), exportReport{Dir: o.Out, Records: exp.Written()}, quarantined, tenv.report()
+	rep.Continued, rep.Interrupted = prior, ctx.Err() != nil
+	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
+}
+
+// newRolloutReport is the report of a rollout of tasks tasks: its
+// evaluation ev and the model's stats st.
+func newRolloutReport(o *rolloutOptions, ev actors.EvalReport, st openai.Stats, tasks int) rolloutReport {
 	rep := rolloutReport{
-		Solved: ev.Solved, Outcomes: ev.Outcomes, Tasks: len(tasks), EpisodesPerSecond: ev.Summary.EpisodesPerSecond,
-		ElapsedSeconds: ev.Summary.ElapsedSeconds, LLM: st, Calls: timings.Summary(),
-		Export: exportReport{Dir: o.Out, Records: exp.Written()}, Quarantined: quarantined, Harness: tenv.report(),
-		Run: ev.Summary, Continued: prior, Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
+		Solved: ev.Solved, Outcomes: ev.Outcomes, Tasks: tasks, EpisodesPerSecond: ev.Summary.EpisodesPerSecond,
+		ElapsedSeconds: ev.Summary.ElapsedSeconds, LLM: st, Run: ev.Summary, Config: *o, Version: version(),
 	}
 	if s := ev.Summary.ElapsedSeconds; s > 0 {
 		rep.TokensPerSecond = float64(st.CompletionTokens) / s
 	}
-	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
+	return rep
+}
+
+// rolloutProgress is the progress bar's line of a rollout started at start.
+func rolloutProgress(c *actors.Counters, pol *openai.Policy, start time.Time) func() (string, int64) {
+	return func() (string, int64) {
+		st := pol.Stats()
+		desc := fmt.Sprintf("episodes (%d running, %d infra failed, %.0f tok/s", c.Running.Load(), c.FailedInfra.Load(),
+			float64(st.CompletionTokens)/time.Since(start).Seconds())
+		if done := c.Completed.Load(); done > 0 {
+			desc += fmt.Sprintf(", %.0f%% solved", 100*float64(c.Solved.Load())/float64(done))
+		}
+		return desc + ")", c.Recorded()
+	}
 }
 
 func (r rolloutReport) print(w io.Writer, asJSON bool) error {

@@ -9,9 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/frognano/frog/synth"
+	"github.com/rs/zerolog"
 )
 
 // priorRollout is what an export directory held when a rollout started on
@@ -32,6 +36,16 @@ type priorRollout struct {
 	// summary is the interrupted rollout's summary.json, set aside when the
 	// new one starts.
 	summary string
+}
+
+// rest is recs less the tasks that have a whole group in the prior
+// rollout in out, which it logs it continues.
+func (p *priorRollout) rest(recs []synth.TaskRecord, out string, log zerolog.Logger) []synth.TaskRecord {
+	recs = slices.DeleteFunc(recs, func(r synth.TaskRecord) bool { return p.done[r.ID] })
+	log.Info().Str("out", out).Int("records", p.Records).Int("groups", p.Groups).Int("tasks_done", p.TasksDone).
+		Uint64("first_group", p.nextGroup).Uint64("first_episode", p.nextEpisode).Str("torn", p.Torn).
+		Msg("continuing the rollout in --out: new groups and episodes are numbered after its own")
+	return recs
 }
 
 // readPriorRollout reads the export in dir for a rollout of groups of

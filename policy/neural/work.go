@@ -166,38 +166,7 @@ func (w *work) step(b batch) (stepStats, error) {
 	if err := errors.Join(be.ReadFloat32(w.lpcHost, w.lpc), be.ReadFloat32(hs, w.hsum)); err != nil {
 		return stepStats{}, fmt.Errorf("neural: forward: %w", err)
 	}
-	// The clipped surrogate per decision, and its derivative with respect
-	// to the chosen log-probability: the only host arithmetic, D scalars.
-	var st stepStats
-	coef := make([]float32, D)
-	eps := l.cfg.Clip
-	clipped := 0
-	beta := l.cfg.KL
-	for i, lpc := range w.lpcHost {
-		ratio := math.Exp(float64(lpc) - b.old[i])
-		a := float64(b.adv[i])
-		st.loss -= math.Min(ratio*a, math.Max(math.Min(ratio, 1+eps), 1-eps)*a)
-		st.kl += ratio - 1 - (float64(lpc) - b.old[i])
-		var c float64
-		if a > 0 && ratio > 1+eps || a < 0 && ratio < 1-eps {
-			clipped++
-		} else {
-			c = -a * ratio
-		}
-		if w.lref != nil {
-			// k3 = π_ref/π − log(π_ref/π) − 1 at the choice; its derivative
-			// by log π is 1 − π_ref/π.
-			q := math.Exp(w.lref[i] - float64(lpc))
-			st.klRef += q - (w.lref[i] - float64(lpc)) - 1
-			c += beta * (1 - q)
-		}
-		coef[i] = float32(c / float64(D))
-	}
-	st.entropy = -float64(hs[0]) / float64(D)
-	st.klRef /= float64(D)
-	st.loss = st.loss/float64(D) - l.cfg.Entropy*st.entropy + beta*st.klRef
-	st.kl /= float64(D)
-	st.clipFrac = float64(clipped) / float64(D)
+	st, coef := w.surrogate(b, hs[0])
 	if err := be.WriteFloat32(w.coef, coef); err != nil {
 		return st, err
 	}
@@ -253,6 +222,44 @@ func (w *work) step(b batch) (stepStats, error) {
 		return st, fmt.Errorf("neural: adam: %w", err)
 	}
 	return st, nil
+}
+
+// surrogate is the clipped surrogate per decision and its derivative with
+// respect to the chosen log-probability (coef): the only host arithmetic
+// of a step, D scalars. hsum is Σ p·log p over every decision.
+func (w *work) surrogate(b batch, hsum float32) (stepStats, []float32) {
+	l, D := w.l, w.D
+	var st stepStats
+	coef := make([]float32, D)
+	eps := l.cfg.Clip
+	clipped := 0
+	beta := l.cfg.KL
+	for i, lpc := range w.lpcHost {
+		ratio := math.Exp(float64(lpc) - b.old[i])
+		a := float64(b.adv[i])
+		st.loss -= math.Min(ratio*a, math.Max(math.Min(ratio, 1+eps), 1-eps)*a)
+		st.kl += ratio - 1 - (float64(lpc) - b.old[i])
+		var c float64
+		if a > 0 && ratio > 1+eps || a < 0 && ratio < 1-eps {
+			clipped++
+		} else {
+			c = -a * ratio
+		}
+		if w.lref != nil {
+			// k3 = π_ref/π − log(π_ref/π) − 1 at the choice; its derivative
+			// by log π is 1 − π_ref/π.
+			q := math.Exp(w.lref[i] - float64(lpc))
+			st.klRef += q - (w.lref[i] - float64(lpc)) - 1
+			c += beta * (1 - q)
+		}
+		coef[i] = float32(c / float64(D))
+	}
+	st.entropy = -float64(hsum) / float64(D)
+	st.klRef /= float64(D)
+	st.loss = st.loss/float64(D) - l.cfg.Entropy*st.entropy + beta*st.klRef
+	st.kl /= float64(D)
+	st.clipFrac = float64(clipped) / float64(D)
+	return st, coef
 }
 
 // adam steps the parameters: the deep part at LR, the wide part at WideLR

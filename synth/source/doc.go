@@ -23,11 +23,10 @@
 // before each use (integrity.go). Quarantine checks each real task once,
 // before any episode plays it, in a sandbox of the run's own provider, and
 // sets aside a task that does not hold up; its Source wraps a task source
-// with that check (synth.Wrap). Rechecker re-validates stored tasks against
-// their modules the way `frog synth verify` does. Workspaces and Quarantine
-// are safe for concurrent use; their calls block while they prepare or
-// check, and honour ctx. A Rechecker is used by one goroutine at a time
-// (its sandbox's rule).
+// with that check (synth.Wrap). It is frog's one task check: train, eval,
+// rollout, sim and `frog synth verify` all ask it. Workspaces and
+// Quarantine are safe for concurrent use; their calls block while they
+// prepare or check, and honour ctx.
 //
 // Nothing here is committed to the repository: fetched modules live in the
 // module cache and in a work directory the caller owns, templates under

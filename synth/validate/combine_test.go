@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/synth"
 )
 
 // twoFiles is a module whose package spreads over two files, each with its
@@ -86,12 +89,34 @@ func TestCombineAcrossFiles(t *testing.T) {
 		t.Fatalf("combined mutant: %s (%s), FAIL_TO_PASS %v, PASS_TO_PASS %v; want valid, TestInc and TestNeg failing, TestName passing",
 			res.Outcome, res.Reason, res.FailToPass, res.PassToPass)
 	}
+	// The stored record holds up under the run's task check: laid out from
+	// its mutations, its gold patch fixes both files.
 	rec := Record("example.com/two", p, c, res)
-	ch, err := NewChecker(dir, sandbox(t), "", zerolog.Nop())
-	if err != nil {
+	tmpl := t.TempDir()
+	if err := os.CopyFS(tmpl, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Check(ctx, rec); err != nil {
+	edits := map[string][]synth.Edit{}
+	for _, m := range rec.Mutations {
+		edits[m.File] = append(edits[m.File], m.Edits...)
+	}
+	for file, es := range edits {
+		mut, err := env.Splice(mustRead(t, dir, file), es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmpl, file), mut, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixed := map[string][]byte{}
+	for file, patch := range synth.SplitPatch(rec.Patch) {
+		if fixed[file], err = synth.ApplyPatch(mustRead(t, tmpl, file), patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
+	if err := h.Check(ctx, laidOut(t, tmpl), &rec.Task, fixed); err != nil {
 		t.Fatal(err)
 	}
 }

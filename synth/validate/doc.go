@@ -21,9 +21,6 @@
 // as its test command will. Duplicates by (function, FAIL_TO_PASS set) are
 // dropped last, and every verdict is counted.
 //
-// Checker re-validates stored tasks without schemata, the way an episode
-// sees them: the mutant files written in place, go test, the gold patch.
-//
 // A Validator is used by one goroutine at a time (its sandbox's rule); run
 // several, each with its own sandbox, to validate concurrently.
 //

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
-	"github.com/frognano/frog/synth/validate"
 )
 
 // verifyOptions are the flags of `frog synth verify`.
@@ -27,6 +27,7 @@ type verifyOptions struct {
 	Sources                 []string
 	Sample                  int
 	Seed                    uint64
+	Concurrency             int
 	JSON                    bool
 }
 
@@ -48,19 +49,27 @@ func newSynthVerifyCmd(g *globals) *cobra.Command {
 	o := &verifyOptions{}
 	c := &cobra.Command{
 		Use:   "verify",
-		Short: "Re-validate stored tasks in a sandbox, as an episode would see them",
-		Long: `verify takes tasks from a store and re-validates them in a sandbox without
-frog synth's machinery: the mutant file is written in place and the task's
-tests run with go test (every FAIL_TO_PASS must fail, every PASS_TO_PASS
-pass), then the stored gold patch is applied to the mutant and every one of
-them must pass.
+		Short: "Check stored tasks in sandboxes, with the check every run uses",
+		Long: `verify takes tasks from a store and checks each one with the task check that
+frog train, eval, rollout and sim run before a task is played (one checker,
+so they all agree on which tasks hold up and why). The task's workspace is
+laid out from its module with the bug applied, then, in a sandbox of its own:
+with the bug every FAIL_TO_PASS test must fail (and not pass on a rerun:
+flaky tests are caught) and every PASS_TO_PASS test pass; with the stored
+gold patch applied every one of them must pass, judged as an episode's
+verdict is judged.
 
 Each task's module is found by its repo and version: fetched as
 repo@version, or taken from a --source directory whose module path matches
 (for tasks made from local modules). A task that does not hold up, names a
-file outside its module or one the module lacks, or whose module cannot be
-found is reported and the others are still checked; verify then exits 1.
-A store that does not load (a malformed or incomplete record) exits 2.`,
+file its module lacks, or whose module cannot be found is reported with why
+and the others are still checked; verify then exits 1. A store that does not
+load (a malformed or incomplete record, a path that leaves its module) exits
+2. A fault of the machine (a sandbox that does not open) ends it with the
+error.
+
+Workspaces are laid out under --work-dir (by default a temporary directory,
+removed at the end), so every verify checks from scratch.`,
 		Example: `  frog synth verify --tasks tasks.jsonl --sample 50
   frog synth verify --tasks tasks.jsonl --source ./mymodule --sandbox docker`,
 		Args: cobra.NoArgs,
@@ -69,15 +78,19 @@ A store that does not load (a malformed or incomplete record) exits 2.`,
 	f := c.Flags()
 	f.StringVar(&o.Tasks, "tasks", "tasks.jsonl", "the task store")
 	f.StringArrayVar(&o.Sources, "source", nil, "module directory (or path@version, git+URL@ref) the tasks were made from, when not fetchable by repo@version (repeatable)")
-	f.IntVar(&o.Sample, "sample", 0, "re-validate this many tasks drawn at random (0: all)")
+	f.IntVar(&o.Sample, "sample", 0, "check this many tasks drawn at random (0: all)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the sample")
+	f.IntVar(&o.Concurrency, "concurrency", 2, "tasks checked at once (each check builds; at most 2 a core)")
 	f.StringVar(&o.Sandbox, "sandbox", "process", "where tests run: process, docker or auto")
 	unsafeFlag(f, &o.Unsafe)
-	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules are copied (default: a temporary directory)")
+	f.StringVar(&o.WorkDir, "work-dir", "", "where fetched modules and the tasks' workspaces go (default: a temporary directory)")
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		if o.Sample < 0 {
 			return usagef("--sample %d: want >= 0", o.Sample)
+		}
+		if err := inRange("--concurrency", o.Concurrency, 1, maxSynthWorkers); err != nil {
+			return err
 		}
 		if err := checkSources(o.Sources); err != nil {
 			return err
@@ -104,35 +117,27 @@ func runVerify(ctx context.Context, g *globals, o *verifyOptions) error {
 		return err
 	}
 	defer cleanup()
-	var local []source.Module
+	topts := taskOptions{Workspaces: filepath.Join(work, "workspaces")}
 	for _, s := range o.Sources {
 		m, err := source.Open(ctx, s, work)
 		if err != nil {
 			return err
 		}
-		local = append(local, m)
+		topts.Locals = append(topts.Locals, m.Dir)
 	}
 	run := fmt.Sprintf("verify-%d", os.Getpid())
-	prov, release, err := openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions{Kind: o.Sandbox, Unsafe: o.Unsafe}, Run: run, Concurrency: 1}, log)
-	if err != nil {
-		return fmt.Errorf("sandboxes: %w", err)
-	}
-	defer release()
-	sb, err := prov.Open(ctx, env.OpenOptions{Run: run})
+	spec := sandboxSpec{sandboxOptions: sandboxOptions{Kind: o.Sandbox, Unsafe: o.Unsafe}, Run: run, Concurrency: o.Concurrency}
+	tenv, _, release, err := openTaskEnv(ctx, topts, spec, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := sb.Close(context.WithoutCancel(ctx)); err != nil {
-			log.Warn().Err(err).Msg("close the verify sandbox")
-		}
-	}()
+	defer release()
 
 	var checked atomic.Int64 // read by the bar's goroutine
 	bar := startBar(g, !o.JSON, int64(len(recs)), "task", func() (string, int64) {
-		return "tasks re-validated", checked.Load()
+		return "tasks checked", checked.Load()
 	})
-	err = recheck(ctx, source.NewRechecker(sb, local, work, log), recs, &rep, &checked)
+	err = verifyAll(ctx, tenv, recs, checkConcurrency(o.Concurrency), &rep, &checked)
 	bar.stop()
 	if ctx.Err() != nil {
 		return ErrInterrupted
@@ -145,7 +150,7 @@ func runVerify(ctx context.Context, g *globals, o *verifyOptions) error {
 		return err
 	}
 	if len(rep.Failures) > 0 {
-		return fmt.Errorf("%d of %d tasks do not re-validate", len(rep.Failures), rep.Checked)
+		return fmt.Errorf("%d of %d tasks do not hold up", len(rep.Failures), rep.Checked)
 	}
 	return nil
 }
@@ -160,25 +165,38 @@ func sample(recs []synth.TaskRecord, n int, seed uint64) []synth.TaskRecord {
 	return recs[:n]
 }
 
-// recheck re-validates every task of recs with rc, counting them into rep
-// and checked. A task that does not hold up is a failure of that task; it
-// stops only at a fault of the sandbox or ctx's end.
-func recheck(ctx context.Context, rc *source.Rechecker, recs []synth.TaskRecord, rep *verifyReport, checked *atomic.Int64) error {
-	for _, r := range recs {
-		err := rc.Check(ctx, r)
+// verifyAll checks every task of recs with tenv's quarantine, n at a
+// time, counting them into rep and checked. A task that does not hold up
+// is a failure of that task, reported with the quarantine's reason; a
+// fault of the machine or ctx's end stops it with the error.
+func verifyAll(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, rep *verifyReport, checked *atomic.Int64) error {
+	for i := 0; i < len(recs); i += n {
+		batch := recs[i:min(i+n, len(recs))]
+		ptrs := make([]*env.Task, len(batch))
+		for j := range batch {
+			ptrs[j] = &batch[j].Task
+		}
+		errs := tenv.q.CheckAll(ctx, ptrs, n)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		switch {
-		case err == nil:
-			rep.Passed++
-		case errors.Is(err, validate.ErrRecheck):
-			rep.Failures = append(rep.Failures, verifyFailure{r.ID, err.Error()})
-		default:
-			return fmt.Errorf("task %s: %w", r.ID, err)
+		var faults []error
+		for j, err := range errs {
+			switch {
+			case err == nil:
+				rep.Passed++
+			case errors.Is(err, synth.ErrQuarantined):
+				rep.Failures = append(rep.Failures, verifyFailure{batch[j].ID, err.Error()})
+			default:
+				faults = append(faults, fmt.Errorf("task %s: %w", batch[j].ID, err))
+				continue
+			}
+			rep.Checked++
+			checked.Add(1)
 		}
-		rep.Checked++
-		checked.Add(1)
+		if len(faults) > 0 {
+			return errors.Join(faults...)
+		}
 	}
 	return nil
 }
@@ -190,6 +208,6 @@ func (r verifyReport) print(w io.Writer, asJSON bool) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "FAIL %s\n", f.Error)
 	}
-	_, err := fmt.Fprintf(w, "%d of %d tasks re-validate (%d in the store) in %.1f s\n", r.Passed, r.Checked, r.Tasks, r.Seconds)
+	_, err := fmt.Fprintf(w, "%d of %d tasks hold up (%d in the store) in %.1f s\n", r.Passed, r.Checked, r.Tasks, r.Seconds)
 	return err
 }

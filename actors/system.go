@@ -407,60 +407,99 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 
 	root := system.Root
 	var runners sync.WaitGroup
+	pids := spawnServices(ctx, cfg, deps, root, &runners, log)
+	done := make(chan struct{})
+	start := time.Now()
+	pids.scheduler = spawnScheduler(cfg, deps, root, &runners, log, pids, counters, done)
+	log.Info().Int64("episodes", cfg.Episodes).Int("concurrency", cfg.Concurrency).
+		Int("group_size", cfg.GroupSize).Int("groups_per_update", cfg.GroupsPerUpdate).Msg("run started")
 
-	synthPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &synthesizer{src: deps.Source, maxInflight: cfg.SynthWorkers, root: root, runners: &runners}
+	awaitEnd(ctx, cfg, deps.Drain, root, pids.scheduler, done, log)
+	elapsed := time.Since(start) + time.Duration(cfg.Start.Seconds*float64(time.Second))
+
+	sum, errs := stopActors(root, pids, log)
+	runners.Wait()
+	errs = append(errs, summarize(&sum, counters, elapsed, deps.Provider)...)
+	e := &sum.Episodes
+	log.Info().Int64("admitted", e.Admitted).Int64("completed", e.Completed).Int64("failed_infra", e.FailedInfra).
+		Int64("cancelled", e.Cancelled).Float64("seconds", sum.ElapsedSeconds).Msg("run finished")
+	return sum, errors.Join(errs...)
+}
+
+// runActors are a run's long-lived actors.
+type runActors struct {
+	synth, curriculum, server, learner, scheduler *actor.PID
+}
+
+// spawnServices spawns the actors the scheduler relies on: the synthesizer,
+// the curriculum (given a resumed run's task pool), the policy server and
+// the learner (resumed from cfg.Start, its checkpoints going to the
+// curriculum actor when deps has a sink). The goroutines they start are
+// counted in runners; ctx is the run's, which the learner's updates heed.
+func spawnServices(ctx context.Context, cfg Config, deps Deps, root *actor.RootContext, runners *sync.WaitGroup, log zerolog.Logger) runActors {
+	synth, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &synthesizer{src: deps.Source, maxInflight: cfg.SynthWorkers, root: root, runners: runners}
 	}), "synth")
 	var pool []*env.Task // a resumed run's; the first curriculum actor takes it
 	for i := range deps.TaskPool {
 		t := deps.TaskPool[i]
 		pool = append(pool, &t)
 	}
-	curPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		c := &curriculumActor{cur: deps.Curriculum, synth: synthPID, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum,
+	cur, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		c := &curriculumActor{cur: deps.Curriculum, synth: synth, refill: cfg.TaskRefill, log: log, onRecord: deps.OnCurriculum,
 			sink: deps.Checkpoints, pool: pool}
 		pool = nil
 		return c
 	}), "curriculum")
 	var saveTo *actor.PID // where the learner's checkpoints go
 	if deps.Checkpoints != nil {
-		saveTo = curPID
+		saveTo = cur
 	}
-	serverPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+	server, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &policyServer{pol: deps.Learner.Policy(), maxBatch: cfg.MaxBatch, maxWait: cfg.MaxWait,
-			maxInflight: cfg.InferenceWorkers, root: root, runners: &runners}
+			maxInflight: cfg.InferenceWorkers, root: root, runners: runners}
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		l := &learner{l: deps.Learner, server: serverPID, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance, cfg.TryCost),
+		l := &learner{l: deps.Learner, server: server, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance, cfg.TryCost),
 			every: cfg.CheckpointEvery, saveTo: saveTo, saveTries: cfg.CheckpointTries,
 			maxFailures: cfg.MaxUpdateFailures, onUpdate: deps.OnUpdate, onEpisode: deps.OnEpisode, log: log,
-			root: root, runners: &runners, runCtx: ctx}
+			root: root, runners: runners, runCtx: ctx}
 		l.resume(cfg.Start)
 		return l
 	}), "learner")
+	return runActors{synth: synth, curriculum: cur, server: server, learner: learnerPID}
+}
+
+// spawnScheduler spawns the scheduler, which admits the run's episodes
+// (going on from cfg.Start), counts them in counters and closes done when
+// the run is over.
+func spawnScheduler(cfg Config, deps Deps, root *actor.RootContext, runners *sync.WaitGroup, log zerolog.Logger,
+	pids runActors, counters *Counters, done chan struct{}) *actor.PID {
 	edeps := &episodeDeps{
-		run: cfg.Run, provider: deps.Provider, server: serverPID, learner: learnerPID,
+		run: cfg.Run, provider: deps.Provider, server: pids.server, learner: pids.learner,
 		maxAttempts: cfg.MaxAttempts, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps, MaxTries: cfg.MaxTries, Harness: deps.Harness},
-		closeTimeout: cfg.CloseTimeout, root: root, runners: &runners, log: log,
+		closeTimeout: cfg.CloseTimeout, root: root, runners: runners, log: log,
 	}
 	if im, ok := deps.Provider.(env.Immediate); ok && im.Immediate() {
 		edeps.inline = true
 	}
-	done := make(chan struct{})
-	start := time.Now()
-	schedPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+	pid, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &scheduler{
 			cfg: schedulerConfig{episodes: cfg.Episodes, concurrency: cfg.Concurrency, groupSize: cfg.GroupSize,
 				groupsPerUpdate: cfg.GroupsPerUpdate, maxStaleness: cfg.MaxStaleness},
-			deps: edeps, curriculum: curPID, c: counters, log: log, done: done,
+			deps: edeps, curriculum: pids.curriculum, c: counters, log: log, done: done,
 			byID: make(map[uint64]*running), maxRestarts: cfg.MaxAttempts - 1,
 			planned: cfg.Start.Episodes.Admitted - cfg.Start.Episodes.Cancelled, nextEp: cfg.Start.NextEpisode, firstGroup: cfg.Start.NextGroup,
 			version: cfg.Start.Version, startVersion: cfg.Start.Version,
 		}
 	}), "scheduler")
-	log.Info().Int64("episodes", cfg.Episodes).Int("concurrency", cfg.Concurrency).
-		Int("group_size", cfg.GroupSize).Int("groups_per_update", cfg.GroupsPerUpdate).Msg("run started")
+	return pid
+}
 
+// awaitEnd waits until the scheduler closes done, telling it to stop
+// admitting when the run's duration (what cfg.Start left of it) has passed
+// or drain fires, and to cancel the running episodes when ctx is cancelled.
+func awaitEnd(ctx context.Context, cfg Config, drain <-chan struct{}, root *actor.RootContext, sched *actor.PID, done <-chan struct{}, log zerolog.Logger) {
 	var timeout <-chan time.Time
 	if cfg.Duration > 0 {
 		// The whole run's: a resumed run has what its start left.
@@ -468,66 +507,85 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	cancelled, drain := ctx.Done(), deps.Drain
-wait:
+	cancelled := ctx.Done()
 	for {
 		select {
 		case <-done:
-			break wait
+			return
 		case <-timeout:
-			root.Send(schedPID, &deadline{})
+			root.Send(sched, &deadline{})
 			timeout = nil
 		case <-drain:
-			root.Send(schedPID, &deadline{})
+			root.Send(sched, &deadline{})
 			drain = nil
 		case <-cancelled:
 			// Once: a cancelled context's channel stays ready.
 			cancelled = nil
 			log.Info().Msg("shutting down: cancelling running episodes")
-			root.Send(schedPID, &shutdown{})
+			root.Send(sched, &shutdown{})
 		}
 	}
-	elapsed := time.Since(start) + time.Duration(cfg.Start.Seconds*float64(time.Second))
+}
 
+// stopActors asks each actor for its statistics (the learner to flush its
+// last update first), waits for the episode actors to stop, then stops
+// the run's actors. It returns a summary holding the actors' statistics
+// and what could not be asked or stopped.
+func stopActors(root *actor.RootContext, pids runActors, log zerolog.Logger) (Summary, []error) {
 	var sum Summary
 	var errs []error
 	ask := func(pid *actor.PID, msg any, into any, timeout time.Duration) {
-		res, err := root.RequestFuture(pid, msg, timeout).Result()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ask %s for statistics: %w", pid.Id, err))
-			return
-		}
-		switch v := res.(type) {
-		case *LearnerStats:
-			*into.(*LearnerStats) = *v
-		case *PolicyServerStats:
-			*into.(*PolicyServerStats) = *v
-		case *curriculum.CurriculumStats:
-			*into.(*curriculum.CurriculumStats) = *v
-		case *SynthStats:
-			*into.(*SynthStats) = *v
-		case *SchedulerStats:
-			*into.(*SchedulerStats) = *v
+		if err := askStats(root, pid, msg, into, timeout); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	// The learner's last update may be long (a GPU batch); the others
 	// answer from memory.
-	ask(learnerPID, &Flush{}, &sum.Learner, 30*time.Minute)
-	ask(serverPID, &GetStats{}, &sum.PolicyServer, time.Minute)
-	ask(curPID, &GetStats{}, &sum.Curriculum, time.Minute)
-	ask(synthPID, &GetStats{}, &sum.Synth, time.Minute)
-	ask(schedPID, &GetStats{}, &sum.Scheduler, time.Minute)
+	ask(pids.learner, &Flush{}, &sum.Learner, 30*time.Minute)
+	ask(pids.server, &GetStats{}, &sum.PolicyServer, time.Minute)
+	ask(pids.curriculum, &GetStats{}, &sum.Curriculum, time.Minute)
+	ask(pids.synth, &GetStats{}, &sum.Synth, time.Minute)
+	ask(pids.scheduler, &GetStats{}, &sum.Scheduler, time.Minute)
 	// Every outcome is recorded; the episode actors may still be stopping.
-	if _, err := root.RequestFuture(schedPID, &awaitChildren{}, time.Minute).Result(); err != nil {
+	if _, err := root.RequestFuture(pids.scheduler, &awaitChildren{}, time.Minute).Result(); err != nil {
 		log.Warn().Err(err).Msg("episode actors still stopping after a minute")
 	}
-	for _, pid := range []*actor.PID{schedPID, learnerPID, serverPID, curPID, synthPID} {
+	for _, pid := range []*actor.PID{pids.scheduler, pids.learner, pids.server, pids.curriculum, pids.synth} {
 		if err := root.StopFuture(pid).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", pid.Id, err))
 		}
 	}
-	runners.Wait()
+	return sum, errs
+}
 
+// askStats sends msg to pid and copies the statistics it answers with into
+// into, a pointer to the answer's type.
+func askStats(root *actor.RootContext, pid *actor.PID, msg any, into any, timeout time.Duration) error {
+	res, err := root.RequestFuture(pid, msg, timeout).Result()
+	if err != nil {
+		return fmt.Errorf("ask %s for statistics: %w", pid.Id, err)
+	}
+	switch v := res.(type) {
+	case *LearnerStats:
+		*into.(*LearnerStats) = *v
+	case *PolicyServerStats:
+		*into.(*PolicyServerStats) = *v
+	case *curriculum.CurriculumStats:
+		*into.(*curriculum.CurriculumStats) = *v
+	case *SynthStats:
+		*into.(*SynthStats) = *v
+	case *SchedulerStats:
+		*into.(*SchedulerStats) = *v
+	}
+	return nil
+}
+
+// summarize completes sum once every actor has stopped: the episodes'
+// accounting from counters, the elapsed time and rate, the sandboxes'
+// statistics when the provider keeps them. It returns the errors that end
+// the run: ErrLearner, ErrCheckpoint, ErrNoTasks, ErrAccounting.
+func summarize(sum *Summary, counters *Counters, elapsed time.Duration, prov env.Provider) []error {
+	var errs []error
 	sum.Episodes = EpisodeCounts{
 		Admitted: counters.Admitted.Load(), Completed: counters.Completed.Load(), Solved: counters.Solved.Load(), RewardHackSuspected: counters.Suspected.Load(),
 		FailedInfra: counters.FailedInfra.Load(), Cancelled: counters.Cancelled.Load(), Retries: counters.Retries.Load(),
@@ -538,7 +596,7 @@ wait:
 	if elapsed > 0 {
 		sum.EpisodesPerSecond = float64(counters.Recorded()) / elapsed.Seconds()
 	}
-	if s, ok := deps.Provider.(env.ProviderStats); ok {
+	if s, ok := prov.(env.ProviderStats); ok {
 		sum.Sandbox = s.Stats()
 	}
 	if sum.Learner.Error != "" {
@@ -554,9 +612,7 @@ wait:
 		errs = append(errs, fmt.Errorf("%w: admitted %d, completed %d, failed_infra %d, cancelled %d",
 			ErrAccounting, e.Admitted, e.Completed, e.FailedInfra, e.Cancelled))
 	}
-	log.Info().Int64("admitted", e.Admitted).Int64("completed", e.Completed).Int64("failed_infra", e.FailedInfra).
-		Int64("cancelled", e.Cancelled).Float64("seconds", sum.ElapsedSeconds).Msg("run finished")
-	return sum, errors.Join(errs...)
+	return errs
 }
 
 // slogHandler routes protoactor-go's log/slog output into zerolog. Its

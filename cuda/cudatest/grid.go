@@ -2,10 +2,14 @@ package cudatest
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/frognano/frog/cuda"
 )
+
+// gridCols is the row length of the grid cases.
+const gridCols = 7
 
 // testGrid runs the elementwise operations and Adam on n elements (a
 // multiple of 7): with Options.Large, more than one launch's grid of the GPU
@@ -14,10 +18,17 @@ import (
 // the rest. Every element is checked, against references computed one
 // element at a time (no float64 copies of the inputs).
 func testGrid(t *testing.T, b cuda.Backend, n int) {
-	const cols = 7
-	rows := n / cols
 	r := rng(16)
 	t.Logf("grid cases of %d elements", n)
+	testGridElementwise(t, b, r, n)
+	testGridRows(t, b, r, n)
+	testGridAdam(t, b, r, n)
+}
+
+// testGridElementwise is Alloc, Fill, AddBias, Activate and ActivateGrad
+// on n elements, rows of gridCols.
+func testGridElementwise(t *testing.T, b cuda.Backend, r *rand.Rand, n int) {
+	const cols = gridCols
 	t.Run("alloc and fill", func(t *testing.T) {
 		e := newErrs(t, "grid fill")
 		buf, err := b.Alloc(cuda.Float32, n)
@@ -72,6 +83,13 @@ func testGrid(t *testing.T, b cuda.Backend, n int) {
 			e.report()
 		})
 	}
+}
+
+// testGridRows is Gather, ScatterAdd and Gemm with K = 0 on n elements,
+// rows of gridCols.
+func testGridRows(t *testing.T, b cuda.Backend, r *rand.Rand, n int) {
+	const cols = gridCols
+	rows := n / cols
 	t.Run("gather", func(t *testing.T) {
 		e := newErrs(t, "grid gather")
 		const tableRows = 1000
@@ -113,6 +131,10 @@ func testGrid(t *testing.T, b cuda.Backend, n int) {
 		e.checkEach("C", download(t, b, cb), func(i int) (float64, float64) { return -2 * float64(c[i]), 0 })
 		e.report()
 	})
+}
+
+// testGridAdam is one Adam step on n elements.
+func testGridAdam(t *testing.T, b cuda.Backend, r *rand.Rand, n int) {
 	t.Run("adam", func(t *testing.T) {
 		e := newErrs(t, "grid adam")
 		p0, g := uniform(r, n, -1, 1), uniform(r, n, -1, 1)

@@ -2,6 +2,7 @@ package cudatest
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/frognano/frog/cuda"
@@ -61,6 +62,16 @@ func uploadIntPadded(t *testing.T, b cuda.Backend, x []int32, off int) cuda.Buff
 // and that nothing outside the views changed.
 func testViews(t *testing.T, b cuda.Backend) {
 	r := rng(15)
+	testViewsLinear(t, b, r)
+	testViewsActivations(t, b, r)
+	testViewsSoftmax(t, b, r)
+	testViewsRows(t, b, r)
+	testViewsReduce(t, b, r)
+}
+
+// testViewsLinear is a linear layer's operations, Gemm (strided, batched,
+// B transposed) and AddBias, on views.
+func testViewsLinear(t *testing.T, b cuda.Backend, r *rand.Rand) {
 	t.Run("gemm", func(t *testing.T) {
 		e := newErrs(t, "views gemm")
 		const m, n, k, batch = 6, 5, 4, 2
@@ -89,6 +100,11 @@ func testViews(t *testing.T, b cuda.Backend) {
 		pb.result(t, b)
 		e.report()
 	})
+}
+
+// testViewsActivations is Activate and ActivateGrad, ReLU and Tanh, on
+// views.
+func testViewsActivations(t *testing.T, b cuda.Backend, r *rand.Rand) {
 	for _, f := range []cuda.Activation{cuda.ReLU, cuda.Tanh} {
 		t.Run(f.String(), func(t *testing.T) {
 			e := newErrs(t, "views "+f.String())
@@ -124,6 +140,11 @@ func testViews(t *testing.T, b cuda.Backend) {
 			e.report()
 		})
 	}
+}
+
+// testViewsSoftmax is Softmax and SoftmaxGrad, plain and log, over
+// segments of several lengths (one empty), the offsets a view too.
+func testViewsSoftmax(t *testing.T, b cuda.Backend, r *rand.Rand) {
 	lens := []int{3, 0, 7, 1, 12}
 	off := segmentsOf(lens)
 	ns := int(off[len(off)-1])
@@ -171,6 +192,10 @@ func testViews(t *testing.T, b cuda.Backend) {
 			e.report()
 		})
 	}
+}
+
+// testViewsRows is Gather and ScatterAdd on views, the indices a view too.
+func testViewsRows(t *testing.T, b cuda.Backend, r *rand.Rand) {
 	t.Run("gather", func(t *testing.T) {
 		e := newErrs(t, "views gather")
 		const cols, rows = 3, 8
@@ -204,6 +229,11 @@ func testViews(t *testing.T, b cuda.Backend) {
 		e.check("dst", pd.result(t, b), want, func(i int) float64 { return 8 * u * (math.Abs(want[i]) + 2) })
 		e.report()
 	})
+}
+
+// testViewsReduce is Sum over rows and columns, Adam, Copy and Fill on
+// views.
+func testViewsReduce(t *testing.T, b cuda.Backend, r *rand.Rand) {
 	for _, axis := range []cuda.Axis{cuda.Rows, cuda.Cols} {
 		name := map[cuda.Axis]string{cuda.Rows: "sum rows", cuda.Cols: "sum cols"}[axis]
 		t.Run(name, func(t *testing.T) {

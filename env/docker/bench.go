@@ -82,18 +82,7 @@ func summarize(d []time.Duration) Latency {
 // `docker exec`, and the most containers held at once. It leaves nothing
 // behind. cfg's pool settings are overridden.
 func Bench(ctx context.Context, cli *client.Client, cfg Config, opts BenchOptions) (BenchResult, error) {
-	if opts.Samples <= 0 {
-		opts.Samples = 20
-	}
-	if opts.ExecSamples <= 0 {
-		opts.ExecSamples = 200
-	}
-	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = 64
-	}
-	if opts.Docker == "" {
-		opts.Docker = "docker"
-	}
+	opts = opts.withDefaults()
 	res := BenchResult{Image: cfg.Image}
 	cfg.PoolSize = 0
 	cold, err := New(ctx, cli, cfg, zerolog.Nop())
@@ -101,51 +90,100 @@ func Bench(ctx context.Context, cli *client.Client, cfg Config, opts BenchOption
 		return res, err
 	}
 	defer cold.Close(context.WithoutCancel(ctx))
-
-	// Cold start and close.
-	var starts, closes []time.Duration
-	for i := range opts.Samples {
-		t0 := time.Now()
-		sb, err := cold.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: uint64(i)})
-		if err != nil {
-			return res, err
-		}
-		starts = append(starts, time.Since(t0))
-		t0 = time.Now()
-		if err := sb.Close(ctx); err != nil {
-			return res, err
-		}
-		closes = append(closes, time.Since(t0))
+	if res.ColdStart, res.Close, err = benchColdStart(ctx, cold, cfg.Run, opts.Samples); err != nil {
+		return res, err
 	}
-	res.ColdStart, res.Close = summarize(starts), summarize(closes)
-
-	// docker run through the CLI.
-	var runs []time.Duration
-	for range opts.Samples {
-		t0 := time.Now()
-		if out, err := exec.CommandContext(ctx, opts.Docker, "run", "--rm", "--network", "none", "--log-driver", "none", cfg.Image, "true").CombinedOutput(); err != nil {
-			return res, fmt.Errorf("docker run: %w: %s", err, out)
-		}
-		runs = append(runs, time.Since(t0))
+	if res.DockerRunCLI, err = benchDockerRun(ctx, opts.Docker, cfg.Image, opts.Samples); err != nil {
+		return res, err
 	}
-	res.DockerRunCLI = summarize(runs)
-
 	// Commands: through the agent, docker exec, the exec API.
 	sb, err := cold.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: 1 << 20})
 	if err != nil {
 		return res, err
 	}
 	defer sb.Close(context.WithoutCancel(ctx))
+	if err := benchCommands(ctx, cli, sb, opts, &res); err != nil {
+		return res, err
+	}
+	if res.WarmAcquire, err = benchWarmAcquire(ctx, cli, cfg, opts.Samples); err != nil {
+		return res, err
+	}
+	sb.Close(ctx)
+
+	res.ConcurrentTried = opts.MaxConcurrent
+	res.MaxConcurrent, res.ConcurrentOpenS, err = concurrency(ctx, cold, cfg.Run, opts.MaxConcurrent)
+	if err != nil {
+		res.ConcurrentError = err.Error()
+	}
+	return res, nil
+}
+
+// withDefaults fills in the defaults of the options left zero.
+func (o BenchOptions) withDefaults() BenchOptions {
+	if o.Samples <= 0 {
+		o.Samples = 20
+	}
+	if o.ExecSamples <= 0 {
+		o.ExecSamples = 200
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 64
+	}
+	if o.Docker == "" {
+		o.Docker = "docker"
+	}
+	return o
+}
+
+// benchColdStart opens and closes samples sandboxes of cold, a provider
+// without a pool, one after another, and returns the opens' latency and
+// the closes'.
+func benchColdStart(ctx context.Context, cold *Provider, run string, samples int) (Latency, Latency, error) {
+	var starts, closes []time.Duration
+	for i := range samples {
+		t0 := time.Now()
+		sb, err := cold.Open(ctx, env.OpenOptions{Run: run, Episode: uint64(i)})
+		if err != nil {
+			return Latency{}, Latency{}, err
+		}
+		starts = append(starts, time.Since(t0))
+		t0 = time.Now()
+		if err := sb.Close(ctx); err != nil {
+			return Latency{}, Latency{}, err
+		}
+		closes = append(closes, time.Since(t0))
+	}
+	return summarize(starts), summarize(closes), nil
+}
+
+// benchDockerRun times samples runs of `docker run --rm --network none
+// image true` through the docker CLI.
+func benchDockerRun(ctx context.Context, docker, image string, samples int) (Latency, error) {
+	var runs []time.Duration
+	for range samples {
+		t0 := time.Now()
+		if out, err := exec.CommandContext(ctx, docker, "run", "--rm", "--network", "none", "--log-driver", "none", image, "true").CombinedOutput(); err != nil {
+			return Latency{}, fmt.Errorf("docker run: %w: %s", err, out)
+		}
+		runs = append(runs, time.Since(t0))
+	}
+	return summarize(runs), nil
+}
+
+// benchCommands times `true` in sb: opts.ExecSamples times through the
+// agent, then a tenth as many (at least 5) each through docker exec and
+// the exec API, into res.
+func benchCommands(ctx context.Context, cli *client.Client, sb env.Sandbox, opts BenchOptions, res *BenchResult) error {
 	id := sb.(*Sandbox).ID()
 	var execs []time.Duration
 	for range opts.ExecSamples {
 		t0 := time.Now()
 		r, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"true"}})
 		if err != nil {
-			return res, err
+			return err
 		}
 		if r.ExitCode != 0 {
-			return res, fmt.Errorf("true exited %d", r.ExitCode)
+			return fmt.Errorf("true exited %d", r.ExitCode)
 		}
 		execs = append(execs, time.Since(t0))
 	}
@@ -155,48 +193,43 @@ func Bench(ctx context.Context, cli *client.Client, cfg Config, opts BenchOption
 	for range n {
 		t0 := time.Now()
 		if out, err := exec.CommandContext(ctx, opts.Docker, "exec", id, "true").CombinedOutput(); err != nil {
-			return res, fmt.Errorf("docker exec: %w: %s", err, out)
+			return fmt.Errorf("docker exec: %w: %s", err, out)
 		}
 		cliExecs = append(cliExecs, time.Since(t0))
 		t0 = time.Now()
 		if err := apiExec(ctx, cli, id, []string{"true"}); err != nil {
-			return res, err
+			return err
 		}
 		apiExecs = append(apiExecs, time.Since(t0))
 	}
 	res.ExecDockerCLI, res.ExecDockerAPI = summarize(cliExecs), summarize(apiExecs)
+	return nil
+}
 
-	// Warm acquire.
-	wcfg := cfg
-	wcfg.PoolSize, wcfg.Reap = 2, false
-	warm, err := New(ctx, cli, wcfg, zerolog.Nop())
+// benchWarmAcquire times samples opens served by a warm pool of two, each
+// once the pool has an idle container, and closes the pool.
+func benchWarmAcquire(ctx context.Context, cli *client.Client, cfg Config, samples int) (Latency, error) {
+	cfg.PoolSize, cfg.Reap = 2, false
+	warm, err := New(ctx, cli, cfg, zerolog.Nop())
 	if err != nil {
-		return res, err
+		return Latency{}, err
 	}
 	defer warm.Close(context.WithoutCancel(ctx))
 	var acquires []time.Duration
-	for i := range opts.Samples {
+	for i := range samples {
 		if err := waitPool(ctx, warm, 1); err != nil {
-			return res, err
+			return Latency{}, err
 		}
 		t0 := time.Now()
 		s, err := warm.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: uint64(i)})
 		if err != nil {
-			return res, err
+			return Latency{}, err
 		}
 		acquires = append(acquires, time.Since(t0))
 		s.Close(ctx)
 	}
-	res.WarmAcquire = summarize(acquires)
 	warm.Close(ctx)
-	sb.Close(ctx)
-
-	res.ConcurrentTried = opts.MaxConcurrent
-	res.MaxConcurrent, res.ConcurrentOpenS, err = concurrency(ctx, cold, cfg.Run, opts.MaxConcurrent)
-	if err != nil {
-		res.ConcurrentError = err.Error()
-	}
-	return res, nil
+	return summarize(acquires), nil
 }
 
 func waitPool(ctx context.Context, p *Provider, n int) error {

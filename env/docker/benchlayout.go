@@ -83,11 +83,26 @@ func BenchLayout(ctx context.Context, cli *client.Client, cfg Config, opts Layou
 	if err != nil {
 		return res, fmt.Errorf("tar %s: %w", tmpl, err)
 	}
+	if err := benchLayoutAcquire(ctx, cli, cfg, tmpl, opts, tarball, &res); err != nil {
+		return res, err
+	}
+	if err := benchCopyToContainer(ctx, cli, cfg, opts.Samples, tarball, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// benchLayoutAcquire times opens from one warm pool whose workspaces are
+// laid out from tmpl under root, a plain sandbox and a task's in turn,
+// each with the pool full, into res's WarmAcquire, WarmAcquireTask and
+// AgentCopy; the first task's sandbox also says in res.CopyReadOnly what
+// CopyToContainer of tarball does to a sandbox as frog makes it.
+func benchLayoutAcquire(ctx context.Context, cli *client.Client, cfg Config, tmpl string, opts LayoutBenchOptions, tarball []byte, res *LayoutBenchResult) error {
 	cfg.PoolSize, cfg.Reap = 2, false
 	cfg.Workspaces, cfg.WorkspaceRoot = benchTemplate(tmpl), opts.Root
 	p, err := New(ctx, cli, cfg, zerolog.Nop())
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer p.Close(context.WithoutCancel(ctx))
 	task := &env.Task{ID: "bench-layout", Mutations: []env.Mutation{{Op: "bench"}}}
@@ -96,12 +111,12 @@ func BenchLayout(ctx context.Context, cli *client.Client, cfg Config, opts Layou
 		for _, t := range []*env.Task{nil, task} {
 			// A full pool: no container start runs beside the open.
 			if err := waitPool(ctx, p, cfg.PoolSize); err != nil {
-				return res, err
+				return err
 			}
 			t0 := time.Now()
 			sb, err := p.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: uint64(i), Task: t})
 			if err != nil {
-				return res, err
+				return err
 			}
 			d := time.Since(t0)
 			if t == nil {
@@ -114,24 +129,31 @@ func BenchLayout(ctx context.Context, cli *client.Client, cfg Config, opts Layou
 				}
 			}
 			if err := sb.Close(ctx); err != nil {
-				return res, err
+				return err
 			}
 		}
 	}
 	res.WarmAcquire, res.WarmAcquireTask, res.AgentCopy = summarize(plain), summarize(laid), summarize(copies)
 	p.Close(ctx)
+	return nil
+}
 
-	// CopyToContainer into a container with a writable root.
-	wcfg := cfg
-	wcfg.PoolSize, wcfg.ReadOnlyRootfs, wcfg.Workspaces, wcfg.WorkspaceRoot = 0, false, nil, ""
-	wp, err := New(ctx, cli, wcfg, zerolog.Nop())
+// benchCopyToContainer opens a sandbox with a writable root file system and
+// no template, says in res.CopyTmpfs what a copy of tarball into its tmpfs
+// workspace shows there, and times samples copies of tarball into new
+// directories of it (res.CopyToContainer), checking the first one's count
+// of files.
+func benchCopyToContainer(ctx context.Context, cli *client.Client, cfg Config, samples int, tarball []byte, res *LayoutBenchResult) error {
+	cfg.PoolSize, cfg.Reap = 0, false
+	cfg.ReadOnlyRootfs, cfg.Workspaces, cfg.WorkspaceRoot = false, nil, ""
+	wp, err := New(ctx, cli, cfg, zerolog.Nop())
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer wp.Close(context.WithoutCancel(ctx))
 	sb, err := wp.Open(ctx, env.OpenOptions{Run: cfg.Run, Episode: 1 << 20})
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer sb.Close(context.WithoutCancel(ctx))
 	id := sb.(*Sandbox).ID()
@@ -145,29 +167,29 @@ func BenchLayout(ctx context.Context, cli *client.Client, cfg Config, opts Layou
 	if err := cli.CopyToContainer(ctx, id, Workspace, bytes.NewReader(tarball), container.CopyToContainerOptions{}); err != nil {
 		res.CopyTmpfs = err.Error()
 	} else if n, err := count(Workspace); err != nil {
-		return res, err
+		return err
 	} else {
 		res.CopyTmpfs = fmt.Sprintf("%s of %d files visible in %s", n, res.Files, Workspace)
 	}
 	var cps []time.Duration
-	for i := range opts.Samples {
+	for i := range samples {
 		dir := "/home/frog/s" + strconv.Itoa(i)
 		if r, err := sb.Exec(ctx, env.ExecOptions{Cmd: []string{"mkdir", dir}}); err != nil || r.ExitCode != 0 {
-			return res, fmt.Errorf("mkdir %s: %v %s", dir, err, r.Stderr)
+			return fmt.Errorf("mkdir %s: %v %s", dir, err, r.Stderr)
 		}
 		t0 := time.Now()
 		if err := cli.CopyToContainer(ctx, id, dir, bytes.NewReader(tarball), container.CopyToContainerOptions{}); err != nil {
-			return res, fmt.Errorf("copy to container: %w", err)
+			return fmt.Errorf("copy to container: %w", err)
 		}
 		cps = append(cps, time.Since(t0))
 		if i == 0 {
 			if n, err := count(dir); err != nil || n != strconv.Itoa(res.Files) {
-				return res, fmt.Errorf("copy to container: %s of %d files in %s (%v)", n, res.Files, dir, err)
+				return fmt.Errorf("copy to container: %s of %d files in %s (%v)", n, res.Files, dir, err)
 			}
 		}
 	}
 	res.CopyToContainer = summarize(cps)
-	return res, nil
+	return nil
 }
 
 func errString(err error) string {

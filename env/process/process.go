@@ -549,13 +549,14 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	}
 	start := time.Now()
 	var res env.ExecResult
-	stdout, stderr := &capBuffer{max: maxOut}, &capBuffer{max: maxOut}
+	pipes := execPipes{stdout: &capBuffer{max: maxOut}, stderr: &capBuffer{max: maxOut}}
 	outR, outW, err1 := os.Pipe()
 	errR, errW, err2 := os.Pipe()
 	inR, inW, err3 := os.Pipe()
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return res, env.Infra(fmt.Errorf("process: exec %s: %w", opts.Cmd[0], err))
 	}
+	pipes.outR, pipes.errR, pipes.inW = outR, errR, inW
 	defer outR.Close()
 	defer errR.Close()
 	defer inW.Close()
@@ -579,13 +580,7 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		res.ExitCode = 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			res.ExitCode = 127
-		}
-		res.Stderr = []byte(err.Error() + "\n")
-		res.Duration = time.Since(start)
-		return res, nil
+		return startFailure(err, start), nil
 	}
 	s.mu.Lock()
 	s.running = cmd.Process
@@ -606,24 +601,69 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 		}
 		return env.ExecResult{}, env.Infra(fmt.Errorf("process: exec %s: %w", opts.Cmd[0], err))
 	}
+	werr, timedOut, ctxErr := pipes.wait(ctx, cmd, timeout, opts.Stdin)
+	if ctxErr != nil {
+		return env.ExecResult{}, fmt.Errorf("process: exec %s: %w", opts.Cmd[0], ctxErr)
+	}
+	if s.isClosed() {
+		return env.ExecResult{}, env.ErrClosed
+	}
+	if r != nil && !r.exited() && !timedOut {
+		// bwrap said nothing of the command's exit: it could not set the
+		// sandbox up (or died). The command's own output cannot fake this.
+		return env.ExecResult{}, env.Infra(fmt.Errorf("process: exec %s: bwrap: exit %d: %s",
+			opts.Cmd[0], exitCode(cmd.ProcessState, werr), firstLine(pipes.stderr.buf.Bytes())))
+	}
+	res.TimedOut = timedOut
+	res.Stdout, res.Stderr = pipes.stdout.buf.Bytes(), pipes.stderr.buf.Bytes()
+	res.Truncated = pipes.stdout.truncated || pipes.stderr.truncated
+	res.ExitCode = exitCode(cmd.ProcessState, werr)
+	res.Duration = time.Since(start)
+	return res, nil
+}
 
+// startFailure is the result of a command that could not start: exit
+// code 127 when it was not found, 126 otherwise, the error on its stderr.
+func startFailure(err error, start time.Time) env.ExecResult {
+	res := env.ExecResult{ExitCode: 126}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		res.ExitCode = 127
+	}
+	res.Stderr = []byte(err.Error() + "\n")
+	res.Duration = time.Since(start)
+	return res
+}
+
+// execPipes are the parent's ends of a command's standard streams and the
+// buffers its output is copied into.
+type execPipes struct {
+	outR, errR, inW *os.File
+	stdout, stderr  *capBuffer
+}
+
+// wait feeds the started cmd stdin, copies its output and waits for it to
+// exit, killing its process group when timeout passes (timedOut) or ctx is
+// cancelled (ctxErr, ctx's error), and again once it has exited. It then
+// waits at most two seconds for the output pipes to drain. werr is
+// cmd.Wait's error.
+func (p execPipes) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, stdin []byte) (werr error, timedOut bool, ctxErr error) {
+	pid := cmd.Process.Pid
 	var copies sync.WaitGroup
 	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(stdout, outR) }()
-	go func() { defer copies.Done(); io.Copy(stderr, errR) }()
+	go func() { defer copies.Done(); io.Copy(p.stdout, p.outR) }()
+	go func() { defer copies.Done(); io.Copy(p.stderr, p.errR) }()
 	go func() {
-		inW.Write(opts.Stdin)
-		inW.Close()
+		p.inW.Write(stdin)
+		p.inW.Close()
 	}()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var werr, ctxErr error
 	select {
 	case werr = <-waited:
 	case <-timer.C:
-		res.TimedOut = true
+		timedOut = true
 		kill(pid)
 		werr = <-waited
 	case <-ctx.Done():
@@ -638,27 +678,11 @@ func (s *Sandbox) Exec(ctx context.Context, opts env.ExecOptions) (env.ExecResul
 	case <-copied:
 	case <-time.After(2 * time.Second):
 		// A process that left the group holds a pipe: stop reading.
-		outR.Close()
-		errR.Close()
+		p.outR.Close()
+		p.errR.Close()
 		<-copied
 	}
-	if ctxErr != nil {
-		return env.ExecResult{}, fmt.Errorf("process: exec %s: %w", opts.Cmd[0], ctxErr)
-	}
-	if s.isClosed() {
-		return env.ExecResult{}, env.ErrClosed
-	}
-	if r != nil && !r.exited() && !res.TimedOut {
-		// bwrap said nothing of the command's exit: it could not set the
-		// sandbox up (or died). The command's own output cannot fake this.
-		return env.ExecResult{}, env.Infra(fmt.Errorf("process: exec %s: bwrap: exit %d: %s",
-			opts.Cmd[0], exitCode(cmd.ProcessState, werr), firstLine(stderr.buf.Bytes())))
-	}
-	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
-	res.Truncated = stdout.truncated || stderr.truncated
-	res.ExitCode = exitCode(cmd.ProcessState, werr)
-	res.Duration = time.Since(start)
-	return res, nil
+	return werr, timedOut, ctxErr
 }
 
 // checkOpts refuses what no command can run as: an empty one, a directory

@@ -277,6 +277,10 @@ func (c *capBuffer) Write(p []byte) (int, error) {
 	return c.buf.Write(p)
 }
 
+// exec runs one command of req in the workspace, one at a time, with a
+// fresh build cache layer, and answers with its exit code and output. A
+// request the agent refuses, or a command that cannot start, is answered
+// with exit code 126 (127 when the program is not found).
 func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 	a.execMu.Lock()
 	defer a.execMu.Unlock()
@@ -291,12 +295,6 @@ func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 		resp.Err, resp.ErrKind = "empty command", "proto"
 		return resp
 	}
-	maxOut := req.MaxOutput
-	if maxOut <= 0 {
-		maxOut = 1 << 20
-	}
-	stdout, stderr := &capBuffer{max: maxOut}, &capBuffer{max: maxOut}
-
 	if req.Dir != "" && !filepath.IsLocal(req.Dir) {
 		resp.ExitCode, resp.Stderr = 126, []byte("agent: directory "+strconv.Quote(req.Dir)+" is not in the workspace\n")
 		return resp
@@ -341,19 +339,45 @@ func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 		resp.DurNS = int64(time.Since(start))
 		return resp
 	}
+	werr := supervise(req, cmd, execPipes{outR: outR, errR: errR, inW: inW}, cancel, resp)
+	resp.ExitCode = exitCode(cmd.ProcessState, werr)
+	if n := oomKills(); n > oomBefore && n >= 0 {
+		resp.OOMKilled = true
+	}
+	resp.DurNS = int64(time.Since(start))
+	return resp
+}
+
+// execPipes are the parent's ends of a started command's standard streams.
+type execPipes struct {
+	outR, errR, inW *os.File
+}
+
+// supervise feeds the started cmd req's standard input and waits for it to
+// exit, killing it, and every process it left, when req's timeout passes
+// or cancel closes (which sets resp.TimedOut). It puts the first
+// req.MaxOutput bytes of each output in resp, waiting at most two seconds
+// for the pipes to drain once the processes are dead, and returns Wait's
+// error.
+func supervise(req *request, cmd *exec.Cmd, p execPipes, cancel <-chan struct{}, resp *response) error {
+	maxOut := req.MaxOutput
+	if maxOut <= 0 {
+		maxOut = 1 << 20
+	}
+	stdout, stderr := &capBuffer{max: maxOut}, &capBuffer{max: maxOut}
 	pid := cmd.Process.Pid
 	// The command, not the agent, is what the OOM killer should choose.
 	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
 
 	var copies sync.WaitGroup
 	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(stdout, outR) }()
-	go func() { defer copies.Done(); io.Copy(stderr, errR) }()
+	go func() { defer copies.Done(); io.Copy(stdout, p.outR) }()
+	go func() { defer copies.Done(); io.Copy(stderr, p.errR) }()
 	go func() {
 		if len(req.Stdin) > 0 {
-			inW.Write(req.Stdin)
+			p.inW.Write(req.Stdin)
 		}
-		inW.Close()
+		p.inW.Close()
 	}()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -383,18 +407,13 @@ func (a *agent) exec(req *request, cancel <-chan struct{}) *response {
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
-		outR.Close()
-		errR.Close()
+		p.outR.Close()
+		p.errR.Close()
 		<-copied
 	}
 	resp.Stdout, resp.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
 	resp.Truncated = stdout.truncated || stderr.truncated
-	resp.ExitCode = exitCode(cmd.ProcessState, werr)
-	if n := oomKills(); n > oomBefore && n >= 0 {
-		resp.OOMKilled = true
-	}
-	resp.DurNS = int64(time.Since(start))
-	return resp
+	return werr
 }
 
 func exitCode(ps *os.ProcessState, err error) int {

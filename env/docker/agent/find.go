@@ -223,142 +223,41 @@ func (f *finder) unary() (findExpr, error) {
 	return f.primary(tok)
 }
 
-func (f *finder) primary(tok string) (findExpr, error) {
-	arg := func() (string, error) {
-		v, ok := f.next()
-		if !ok {
-			return "", fmt.Errorf("missing argument to `%s'", tok)
-		}
-		return v, nil
+// arg reads the argument of the primary tok.
+func (f *finder) arg(tok string) (string, error) {
+	v, ok := f.next()
+	if !ok {
+		return "", fmt.Errorf("missing argument to `%s'", tok)
 	}
-	always := func(*findEntry) bool { return true }
+	return v, nil
+}
+
+// findTrue and findFalse are -true and -false.
+func findTrue(*findEntry) bool  { return true }
+func findFalse(*findEntry) bool { return false }
+
+// primary parses the primary tok (a test, an option or an action) and
+// whatever arguments it takes.
+func (f *finder) primary(tok string) (findExpr, error) {
 	switch tok {
 	case "-name", "-iname", "-path", "-ipath", "-wholename":
-		pat, err := arg()
-		if err != nil {
-			return nil, err
-		}
-		fold := tok == "-iname" || tok == "-ipath"
-		if fold {
-			pat = strings.ToLower(pat)
-		}
-		if _, err := filepath.Match(pat, ""); err != nil {
-			return nil, err
-		}
-		return func(x *findEntry) bool {
-			s := x.path
-			if tok == "-name" || tok == "-iname" {
-				s = filepath.Base(x.path)
-			}
-			if fold {
-				s = strings.ToLower(s)
-			}
-			ok, _ := matchPath(pat, s, tok != "-name" && tok != "-iname")
-			return ok
-		}, nil
+		return f.nameTest(tok)
 	case "-type":
-		t, err := arg()
-		if err != nil {
-			return nil, err
-		}
-		return func(x *findEntry) bool {
-			m := x.d.Type()
-			for _, c := range strings.Split(t, ",") {
-				switch {
-				case c == "f" && m.IsRegular(), c == "d" && m.IsDir(), c == "l" && m&fs.ModeSymlink != 0,
-					c == "p" && m&fs.ModeNamedPipe != 0, c == "s" && m&fs.ModeSocket != 0:
-					return true
-				}
-			}
-			return false
-		}, nil
+		return f.typeTest(tok)
 	case "-maxdepth", "-mindepth":
-		v, err := arg()
-		if err != nil {
-			return nil, err
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%s: invalid argument %q", tok, v)
-		}
-		if tok == "-maxdepth" {
-			f.maxDepth = n
-		} else {
-			f.minDepth = n
-		}
-		return always, nil
+		return f.depthOption(tok)
 	case "-empty":
-		return func(x *findEntry) bool {
-			if x.d.IsDir() {
-				ents, err := os.ReadDir(x.full)
-				return err == nil && len(ents) == 0
-			}
-			fi, err := x.d.Info()
-			return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
-		}, nil
+		return isEmpty, nil
 	case "-newer":
-		ref, err := arg()
-		if err != nil {
-			return nil, err
-		}
-		fi, err := os.Stat(f.p.path(ref))
-		if err != nil {
-			return nil, err
-		}
-		t := fi.ModTime()
-		return func(x *findEntry) bool {
-			fi, err := x.d.Info()
-			return err == nil && fi.ModTime().After(t)
-		}, nil
+		return f.newerTest(tok)
 	case "-mmin", "-mtime":
-		v, err := arg()
-		if err != nil {
-			return nil, err
-		}
-		unit := time.Minute
-		if tok == "-mtime" {
-			unit = 24 * time.Hour
-		}
-		cmp, n, err := signedNumber(v)
-		if err != nil {
-			return nil, err
-		}
-		return func(x *findEntry) bool {
-			fi, err := x.d.Info()
-			if err != nil {
-				return false
-			}
-			age := int64(time.Since(fi.ModTime()) / unit)
-			return compare(cmp, age, n)
-		}, nil
+		return f.ageTest(tok)
 	case "-size":
-		v, err := arg()
-		if err != nil {
-			return nil, err
-		}
-		unit := int64(512)
-		if l := v[len(v)-1]; l < '0' || l > '9' {
-			unit = map[byte]int64{'c': 1, 'k': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'b': 512}[l]
-			if unit == 0 {
-				return nil, fmt.Errorf("-size: invalid unit in %q", v)
-			}
-			v = v[:len(v)-1]
-		}
-		cmp, n, err := signedNumber(v)
-		if err != nil {
-			return nil, err
-		}
-		return func(x *findEntry) bool {
-			fi, err := x.d.Info()
-			if err != nil {
-				return false
-			}
-			return compare(cmp, (fi.Size()+unit-1)/unit, n)
-		}, nil
+		return f.sizeTest(tok)
 	case "-true":
-		return always, nil
+		return findTrue, nil
 	case "-false":
-		return func(*findEntry) bool { return false }, nil
+		return findFalse, nil
 	case "-print", "-print0":
 		f.hasAction = true
 		end := "\n"
@@ -373,34 +272,185 @@ func (f *finder) primary(tok string) (findExpr, error) {
 		return func(x *findEntry) bool { x.deleteMe = true; return true }, nil
 	case "-exec", "-execdir", "-ok":
 		f.hasAction = true
-		var argv []string
-		for {
-			a, ok := f.next()
-			if !ok {
-				return nil, fmt.Errorf("missing argument to `%s'", tok)
-			}
-			if a == ";" {
-				break
-			}
-			if a == "+" && len(argv) > 0 && argv[len(argv)-1] == "{}" {
-				b := &findBatch{argv: argv}
-				f.batches = append(f.batches, b)
-				return func(x *findEntry) bool { b.paths = append(b.paths, x.path); return true }, nil
-			}
-			argv = append(argv, a)
-		}
-		if len(argv) == 0 {
-			return nil, fmt.Errorf("%s: no command", tok)
-		}
-		return func(x *findEntry) bool {
-			cmd := make([]string, len(argv))
-			for i, a := range argv {
-				cmd[i] = strings.ReplaceAll(a, "{}", x.path)
-			}
-			return f.run(cmd)
-		}, nil
+		return f.execAction(tok)
 	}
 	return nil, fmt.Errorf("unknown predicate `%s'", tok)
+}
+
+// nameTest is -name, -iname (the base name) and -path, -ipath, -wholename
+// (the whole path), the i forms folding case.
+func (f *finder) nameTest(tok string) (findExpr, error) {
+	pat, err := f.arg(tok)
+	if err != nil {
+		return nil, err
+	}
+	fold := tok == "-iname" || tok == "-ipath"
+	if fold {
+		pat = strings.ToLower(pat)
+	}
+	if _, err := filepath.Match(pat, ""); err != nil {
+		return nil, err
+	}
+	return func(x *findEntry) bool {
+		s := x.path
+		if tok == "-name" || tok == "-iname" {
+			s = filepath.Base(x.path)
+		}
+		if fold {
+			s = strings.ToLower(s)
+		}
+		ok, _ := matchPath(pat, s, tok != "-name" && tok != "-iname")
+		return ok
+	}, nil
+}
+
+// typeTest is -type T[,T]...: f, d, l, p or s.
+func (f *finder) typeTest(tok string) (findExpr, error) {
+	t, err := f.arg(tok)
+	if err != nil {
+		return nil, err
+	}
+	return func(x *findEntry) bool {
+		m := x.d.Type()
+		for _, c := range strings.Split(t, ",") {
+			switch {
+			case c == "f" && m.IsRegular(), c == "d" && m.IsDir(), c == "l" && m&fs.ModeSymlink != 0,
+				c == "p" && m&fs.ModeNamedPipe != 0, c == "s" && m&fs.ModeSocket != 0:
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// depthOption is -maxdepth and -mindepth: it sets the walk's bounds and
+// is always true.
+func (f *finder) depthOption(tok string) (findExpr, error) {
+	v, err := f.arg(tok)
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%s: invalid argument %q", tok, v)
+	}
+	if tok == "-maxdepth" {
+		f.maxDepth = n
+	} else {
+		f.minDepth = n
+	}
+	return findTrue, nil
+}
+
+// isEmpty is -empty: an empty directory or an empty regular file.
+func isEmpty(x *findEntry) bool {
+	if x.d.IsDir() {
+		ents, err := os.ReadDir(x.full)
+		return err == nil && len(ents) == 0
+	}
+	fi, err := x.d.Info()
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
+}
+
+// newerTest is -newer FILE: modified after FILE, which is read now.
+func (f *finder) newerTest(tok string) (findExpr, error) {
+	ref, err := f.arg(tok)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(f.p.path(ref))
+	if err != nil {
+		return nil, err
+	}
+	t := fi.ModTime()
+	return func(x *findEntry) bool {
+		fi, err := x.d.Info()
+		return err == nil && fi.ModTime().After(t)
+	}, nil
+}
+
+// ageTest is -mmin and -mtime [+-]N: the age in minutes or days.
+func (f *finder) ageTest(tok string) (findExpr, error) {
+	v, err := f.arg(tok)
+	if err != nil {
+		return nil, err
+	}
+	unit := time.Minute
+	if tok == "-mtime" {
+		unit = 24 * time.Hour
+	}
+	cmp, n, err := signedNumber(v)
+	if err != nil {
+		return nil, err
+	}
+	return func(x *findEntry) bool {
+		fi, err := x.d.Info()
+		if err != nil {
+			return false
+		}
+		age := int64(time.Since(fi.ModTime()) / unit)
+		return compare(cmp, age, n)
+	}, nil
+}
+
+// sizeTest is -size [+-]N[ckMGb]: the size rounded up to the unit, 512
+// bytes when none is given.
+func (f *finder) sizeTest(tok string) (findExpr, error) {
+	v, err := f.arg(tok)
+	if err != nil {
+		return nil, err
+	}
+	unit := int64(512)
+	if l := v[len(v)-1]; l < '0' || l > '9' {
+		unit = map[byte]int64{'c': 1, 'k': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'b': 512}[l]
+		if unit == 0 {
+			return nil, fmt.Errorf("-size: invalid unit in %q", v)
+		}
+		v = v[:len(v)-1]
+	}
+	cmp, n, err := signedNumber(v)
+	if err != nil {
+		return nil, err
+	}
+	return func(x *findEntry) bool {
+		fi, err := x.d.Info()
+		if err != nil {
+			return false
+		}
+		return compare(cmp, (fi.Size()+unit-1)/unit, n)
+	}, nil
+}
+
+// execAction is -exec CMD ;, which runs CMD once per path with {}
+// replaced, and -exec CMD {} +, which collects the paths for flush.
+// -execdir and -ok are taken as -exec.
+func (f *finder) execAction(tok string) (findExpr, error) {
+	var argv []string
+	for {
+		a, ok := f.next()
+		if !ok {
+			return nil, fmt.Errorf("missing argument to `%s'", tok)
+		}
+		if a == ";" {
+			break
+		}
+		if a == "+" && len(argv) > 0 && argv[len(argv)-1] == "{}" {
+			b := &findBatch{argv: argv}
+			f.batches = append(f.batches, b)
+			return func(x *findEntry) bool { b.paths = append(b.paths, x.path); return true }, nil
+		}
+		argv = append(argv, a)
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("%s: no command", tok)
+	}
+	return func(x *findEntry) bool {
+		cmd := make([]string, len(argv))
+		for i, a := range argv {
+			cmd[i] = strings.ReplaceAll(a, "{}", x.path)
+		}
+		return f.run(cmd)
+	}, nil
 }
 
 // matchPath is filepath.Match, where a whole-path pattern's * also matches

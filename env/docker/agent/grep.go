@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,132 +22,24 @@ type grepOpts struct {
 	re                                                                          *regexp.Regexp
 }
 
+// grepSyntax is how grep's options say its patterns are to be read and
+// matched, and whether file names are wanted, before it compiles them.
+type grepSyntax struct {
+	pats                         []string
+	fixed, extended, icase       bool
+	word, line, withName, noName bool
+}
+
 // runGrep is grep: grep [-rRnivlLcqsHhwxoFEGI] [-e PAT]... [-m N] [-A N]
 // [-B N] [-C N] [--include GLOB] [--exclude GLOB] [--exclude-dir GLOB]
 // [PAT] [FILE]... Patterns are POSIX basic expressions unless -E (egrep)
 // or -F (fgrep). Exit 0 when a line matched, 1 when none, 2 on trouble.
 func runGrep(p *proc, name string, args []string) int {
-	opts, operands, err := getopt(args, "rRnivlLcqsHhwxoFEGIe:m:A:B:C:f:", []string{
-		"recursive", "line-number", "ignore-case", "invert-match", "files-with-matches", "files-without-match", "count",
-		"quiet", "silent", "no-messages", "with-filename", "no-filename", "word-regexp", "line-regexp", "only-matching",
-		"fixed-strings", "extended-regexp", "basic-regexp", "regexp=", "max-count=", "after-context=", "before-context=",
-		"context=", "include=", "exclude=", "exclude-dir=", "file=", "color=", "colour=",
-	}, true)
+	g, syn, operands, err := parseGrep(p, name, args)
+	if err == nil {
+		g.re, err = syn.compile()
+	}
 	if err != nil {
-		return p.fail(2, name, "%v", err)
-	}
-	var (
-		g                           = grepOpts{max: -1}
-		pats                        []string
-		fixed, extended, icase      bool
-		word, line, withName, noNam bool
-	)
-	fixed, extended = name == "fgrep", name == "egrep"
-	num := func(v string) int {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			g.max = -2
-		}
-		return n
-	}
-	for _, o := range opts {
-		switch o.name {
-		case "r", "R", "recursive":
-			g.recursive = true
-		case "n", "line-number":
-			g.number = true
-		case "i", "ignore-case":
-			icase = true
-		case "v", "invert-match":
-			g.invert = true
-		case "l", "files-with-matches":
-			g.list = true
-		case "L", "files-without-match":
-			g.listMissing = true
-		case "c", "count":
-			g.count = true
-		case "q", "quiet", "silent":
-			g.quiet = true
-		case "s", "no-messages":
-			g.silent = true
-		case "H", "with-filename":
-			withName = true
-		case "h", "no-filename":
-			noNam = true
-		case "w", "word-regexp":
-			word = true
-		case "x", "line-regexp":
-			line = true
-		case "o", "only-matching":
-			g.only = true
-		case "F", "fixed-strings":
-			fixed = true
-		case "E", "extended-regexp":
-			extended = true
-		case "G", "basic-regexp":
-			extended, fixed = false, false
-		case "I":
-			g.ignoreBinary = true
-		case "e", "regexp":
-			pats = append(pats, o.val)
-		case "f", "file":
-			data, err := os.ReadFile(p.path(o.val))
-			if err != nil {
-				return p.fail(2, name, "%v", err)
-			}
-			pats = append(pats, strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")...)
-		case "m", "max-count":
-			g.max = num(o.val)
-		case "A", "after-context":
-			g.after = num(o.val)
-		case "B", "before-context":
-			g.before = num(o.val)
-		case "C", "context":
-			g.after = num(o.val)
-			g.before = g.after
-		case "include":
-			g.include = append(g.include, o.val)
-		case "exclude":
-			g.exclude = append(g.exclude, o.val)
-		case "exclude-dir":
-			g.excludeDir = append(g.excludeDir, o.val)
-		}
-	}
-	if g.max == -2 {
-		return p.fail(2, name, "invalid number")
-	}
-	if pats == nil {
-		if len(operands) == 0 {
-			return p.fail(2, name, "usage: grep [OPTION]... PATTERNS [FILE]...")
-		}
-		pats = strings.Split(operands[0], "\n")
-		operands = operands[1:]
-	}
-	var alts []string
-	for _, pat := range pats {
-		var src string
-		if fixed {
-			src = regexp.QuoteMeta(pat)
-		} else {
-			re, err := compileRE(pat, extended, false)
-			if err != nil {
-				return p.fail(2, name, "%v", err)
-			}
-			src = re.String()
-		}
-		alts = append(alts, "(?:"+src+")")
-	}
-	src := strings.Join(alts, "|")
-	if word {
-		src = `(?:^|\b)(?:` + src + `)(?:\b|$)`
-	}
-	if line {
-		src = `^(?:` + src + `)$`
-	}
-	if icase {
-		src = "(?i)" + src
-	}
-	if g.re, err = regexp.Compile(src); err != nil {
 		return p.fail(2, name, "%v", err)
 	}
 	if len(operands) == 0 {
@@ -156,7 +49,152 @@ func runGrep(p *proc, name string, args []string) int {
 			operands = []string{"-"}
 		}
 	}
-	g.name = (len(operands) > 1 || g.recursive || withName) && !noNam
+	g.name = (len(operands) > 1 || g.recursive || syn.withName) && !syn.noName
+	return g.search(p, name, operands)
+}
+
+// parseGrep reads grep's command line (name is fgrep or egrep for those)
+// into its options, the syntax of its patterns and its file operands. The
+// patterns come from -e and -f or else from the first operand.
+func parseGrep(p *proc, name string, args []string) (grepOpts, grepSyntax, []string, error) {
+	opts, operands, err := getopt(args, "rRnivlLcqsHhwxoFEGIe:m:A:B:C:f:", []string{
+		"recursive", "line-number", "ignore-case", "invert-match", "files-with-matches", "files-without-match", "count",
+		"quiet", "silent", "no-messages", "with-filename", "no-filename", "word-regexp", "line-regexp", "only-matching",
+		"fixed-strings", "extended-regexp", "basic-regexp", "regexp=", "max-count=", "after-context=", "before-context=",
+		"context=", "include=", "exclude=", "exclude-dir=", "file=", "color=", "colour=",
+	}, true)
+	if err != nil {
+		return grepOpts{}, grepSyntax{}, nil, err
+	}
+	g := grepOpts{max: -1}
+	syn := grepSyntax{fixed: name == "fgrep", extended: name == "egrep"}
+	for _, o := range opts {
+		if err := g.set(p, o, &syn); err != nil {
+			return grepOpts{}, grepSyntax{}, nil, err
+		}
+	}
+	if g.max == -2 {
+		return grepOpts{}, grepSyntax{}, nil, errors.New("invalid number")
+	}
+	if syn.pats == nil {
+		if len(operands) == 0 {
+			return grepOpts{}, grepSyntax{}, nil, errors.New("usage: grep [OPTION]... PATTERNS [FILE]...")
+		}
+		syn.pats = strings.Split(operands[0], "\n")
+		operands = operands[1:]
+	}
+	return g, syn, operands, nil
+}
+
+// set applies one option to g, or to syn where it is about the patterns. A
+// numeric option whose value is not a number sets g.max to -2; -f reads its
+// file now, and fails when it cannot.
+func (g *grepOpts) set(p *proc, o opt, syn *grepSyntax) error {
+	num := func(v string) int {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			g.max = -2
+		}
+		return n
+	}
+	switch o.name {
+	case "r", "R", "recursive":
+		g.recursive = true
+	case "n", "line-number":
+		g.number = true
+	case "i", "ignore-case":
+		syn.icase = true
+	case "v", "invert-match":
+		g.invert = true
+	case "l", "files-with-matches":
+		g.list = true
+	case "L", "files-without-match":
+		g.listMissing = true
+	case "c", "count":
+		g.count = true
+	case "q", "quiet", "silent":
+		g.quiet = true
+	case "s", "no-messages":
+		g.silent = true
+	case "H", "with-filename":
+		syn.withName = true
+	case "h", "no-filename":
+		syn.noName = true
+	case "w", "word-regexp":
+		syn.word = true
+	case "x", "line-regexp":
+		syn.line = true
+	case "o", "only-matching":
+		g.only = true
+	case "F", "fixed-strings":
+		syn.fixed = true
+	case "E", "extended-regexp":
+		syn.extended = true
+	case "G", "basic-regexp":
+		syn.extended, syn.fixed = false, false
+	case "I":
+		g.ignoreBinary = true
+	case "e", "regexp":
+		syn.pats = append(syn.pats, o.val)
+	case "f", "file":
+		data, err := os.ReadFile(p.path(o.val))
+		if err != nil {
+			return err
+		}
+		syn.pats = append(syn.pats, strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")...)
+	case "m", "max-count":
+		g.max = num(o.val)
+	case "A", "after-context":
+		g.after = num(o.val)
+	case "B", "before-context":
+		g.before = num(o.val)
+	case "C", "context":
+		g.after = num(o.val)
+		g.before = g.after
+	case "include":
+		g.include = append(g.include, o.val)
+	case "exclude":
+		g.exclude = append(g.exclude, o.val)
+	case "exclude-dir":
+		g.excludeDir = append(g.excludeDir, o.val)
+	}
+	return nil
+}
+
+// compile joins the patterns into one regular expression, any of them
+// matching, with -w, -x and -i applied to the whole.
+func (syn grepSyntax) compile() (*regexp.Regexp, error) {
+	var alts []string
+	for _, pat := range syn.pats {
+		var src string
+		if syn.fixed {
+			src = regexp.QuoteMeta(pat)
+		} else {
+			re, err := compileRE(pat, syn.extended, false)
+			if err != nil {
+				return nil, err
+			}
+			src = re.String()
+		}
+		alts = append(alts, "(?:"+src+")")
+	}
+	src := strings.Join(alts, "|")
+	if syn.word {
+		src = `(?:^|\b)(?:` + src + `)(?:\b|$)`
+	}
+	if syn.line {
+		src = `^(?:` + src + `)$`
+	}
+	if syn.icase {
+		src = "(?i)" + src
+	}
+	return regexp.Compile(src)
+}
+
+// search greps each operand ("-" being standard input, a directory being
+// walked under -r) and returns grep's exit code: 0 when a line matched, 1
+// when none did, 2 on trouble unless -q found a match, which stops it.
+func (g *grepOpts) search(p *proc, name string, operands []string) int {
 	matched, trouble := false, false
 	for _, op := range operands {
 		if op == "-" {

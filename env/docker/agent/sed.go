@@ -13,87 +13,122 @@ import (
 	"strings"
 )
 
+// sedArgs is what sed's command line asked for.
+type sedArgs struct {
+	prog                     []*sedCmd
+	quiet, inPlace, separate bool
+	suffix                   string // -i's backup suffix, * standing for the file's name
+	operands                 []string
+}
+
 // runSed is sed: sed [-nEr] [-i[SUFFIX]] [-s] {SCRIPT | -e SCRIPT... | -f
 // FILE} [FILE]... It knows the POSIX commands ({ } ! = a b c d D g G h H i
 // n N p P q s t x y : #) and GNU's q/Q exit codes, T, one-line a/i/c TEXT,
 // addresses N, $, /RE/, \cREc, FIRST~STEP and ADDR,+N, and the I flag.
 // Regular expressions are basic unless -E or -r.
 func runSed(p *proc, name string, args []string) int {
-	// -i takes an optional attached suffix: handle it before getopt.
-	inPlace, suffix := false, ""
-	var rest []string
-	for _, a := range args {
-		if a == "--in-place" || (strings.HasPrefix(a, "-i") && !strings.HasPrefix(a, "--")) {
-			inPlace, suffix = true, strings.TrimPrefix(a, "-i")
-			continue
-		}
-		if s, ok := strings.CutPrefix(a, "--in-place="); ok {
-			inPlace, suffix = true, s
-			continue
-		}
-		rest = append(rest, a)
-	}
-	opts, operands, err := getopt(rest, "nErse:f:", []string{"quiet", "silent", "regexp-extended", "separate", "expression=", "file=", "posix", "debug"}, true)
+	a, err := parseSedArgs(p, args)
 	if err != nil {
 		return p.fail(1, name, "%v", err)
 	}
+	run := &sedRun{prog: a.prog, quiet: a.quiet}
+	if !a.separate {
+		return run.joined(p, name, a.operands)
+	}
+	return run.separately(p, name, a)
+}
+
+// parseSedArgs reads sed's command line and parses its script, which comes
+// from -e and -f or else from the first operand. With no file operand the
+// input is standard input, which -i refuses.
+func parseSedArgs(p *proc, args []string) (sedArgs, error) {
+	// -i takes an optional attached suffix: handle it before getopt.
+	var a sedArgs
+	var rest []string
+	for _, arg := range args {
+		if arg == "--in-place" || (strings.HasPrefix(arg, "-i") && !strings.HasPrefix(arg, "--")) {
+			a.inPlace, a.suffix = true, strings.TrimPrefix(arg, "-i")
+			continue
+		}
+		if s, ok := strings.CutPrefix(arg, "--in-place="); ok {
+			a.inPlace, a.suffix = true, s
+			continue
+		}
+		rest = append(rest, arg)
+	}
+	opts, operands, err := getopt(rest, "nErse:f:", []string{"quiet", "silent", "regexp-extended", "separate", "expression=", "file=", "posix", "debug"}, true)
+	if err != nil {
+		return sedArgs{}, err
+	}
 	var scripts []string
-	quiet, extended, separate := false, false, inPlace
+	extended := false
+	a.separate = a.inPlace
 	for _, o := range opts {
 		switch o.name {
 		case "n", "quiet", "silent":
-			quiet = true
+			a.quiet = true
 		case "E", "r", "regexp-extended":
 			extended = true
 		case "s", "separate":
-			separate = true
+			a.separate = true
 		case "e", "expression":
 			scripts = append(scripts, o.val)
 		case "f", "file":
 			data, err := os.ReadFile(p.path(o.val))
 			if err != nil {
-				return p.fail(1, name, "%v", err)
+				return sedArgs{}, err
 			}
 			scripts = append(scripts, strings.TrimSuffix(string(data), "\n"))
 		}
 	}
 	if scripts == nil {
 		if len(operands) == 0 {
-			return p.fail(1, name, "usage: sed [OPTION]... {SCRIPT} [FILE]...")
+			return sedArgs{}, errors.New("usage: sed [OPTION]... {SCRIPT} [FILE]...")
 		}
 		scripts, operands = operands[:1], operands[1:]
 	}
-	prog, err := parseSed(strings.Join(scripts, "\n"), extended)
-	if err != nil {
-		return p.fail(1, name, "-e expression: %v", err)
+	if a.prog, err = parseSed(strings.Join(scripts, "\n"), extended); err != nil {
+		return sedArgs{}, fmt.Errorf("-e expression: %w", err)
 	}
-	if inPlace && len(operands) == 0 {
-		return p.fail(1, name, "no input files")
+	if a.inPlace && len(operands) == 0 {
+		return sedArgs{}, errors.New("no input files")
 	}
 	if len(operands) == 0 {
 		operands = []string{"-"}
 	}
-	run := &sedRun{prog: prog, quiet: quiet}
-	if !separate {
-		var readers []io.Reader
-		for _, f := range operands {
-			r, err := p.open(f)
-			if err != nil {
-				return p.fail(2, name, "can't read %s: %v", f, err)
-			}
-			defer r.Close()
-			readers = append(readers, r)
-		}
-		w := bufio.NewWriter(p.stdout)
-		code, err := run.stream(io.MultiReader(readers...), w)
-		w.Flush()
+	a.operands = operands
+	return a, nil
+}
+
+// joined runs the program once over the files one after another, as one
+// input, to standard output. An input that cannot be opened stops it
+// before anything runs (exit 2); a failure to read exits 4.
+func (run *sedRun) joined(p *proc, name string, files []string) int {
+	var readers []io.Reader
+	for _, f := range files {
+		r, err := p.open(f)
 		if err != nil {
-			return p.fail(4, name, "%v", err)
+			return p.fail(2, name, "can't read %s: %v", f, err)
 		}
-		return code
+		defer r.Close()
+		readers = append(readers, r)
 	}
+	w := bufio.NewWriter(p.stdout)
+	code, err := run.stream(io.MultiReader(readers...), w)
+	w.Flush()
+	if err != nil {
+		return p.fail(4, name, "%v", err)
+	}
+	return code
+}
+
+// separately runs the program over each file by itself (-s, -i), its line
+// numbers starting again, writing to standard output or, under -i, back to
+// the file. A file that cannot be read is skipped (exit 2); a failure to
+// write stops it (exit 4), and so does a q or Q with a nonzero code.
+func (run *sedRun) separately(p *proc, name string, a sedArgs) int {
 	code := 0
-	for _, f := range operands {
+	for _, f := range a.operands {
 		path := p.path(f)
 		data, err := os.ReadFile(path)
 		if f == "-" {
@@ -109,27 +144,10 @@ func runSed(p *proc, name string, args []string) int {
 		if err != nil {
 			return p.fail(4, name, "%v", err)
 		}
-		if !inPlace {
+		if !a.inPlace {
 			p.stdout.Write(out.Bytes())
-		} else {
-			if suffix != "" {
-				bak := strings.ReplaceAll(suffix, "*", filepath.Base(path))
-				if !strings.Contains(suffix, "*") {
-					bak = path + suffix
-				} else if !strings.Contains(bak, "/") {
-					bak = filepath.Join(filepath.Dir(path), bak)
-				}
-				if err := os.WriteFile(bak, data, 0o644); err != nil {
-					return p.fail(4, name, "%v", err)
-				}
-			}
-			mode := os.FileMode(0o644)
-			if fi, err := os.Stat(path); err == nil {
-				mode = fi.Mode().Perm()
-			}
-			if err := os.WriteFile(path, out.Bytes(), mode); err != nil {
-				return p.fail(4, name, "%v", err)
-			}
+		} else if err := writeInPlace(path, a.suffix, data, out.Bytes()); err != nil {
+			return p.fail(4, name, "%v", err)
 		}
 		if c != 0 {
 			return c
@@ -137,6 +155,29 @@ func runSed(p *proc, name string, args []string) int {
 		run.line = 0
 	}
 	return code
+}
+
+// writeInPlace replaces the file at path by edited, keeping its mode, after
+// saving the original data to a backup named by suffix when there is one:
+// path+suffix, or suffix with * as the file's base name (in the file's
+// directory unless it names one).
+func writeInPlace(path, suffix string, data, edited []byte) error {
+	if suffix != "" {
+		bak := strings.ReplaceAll(suffix, "*", filepath.Base(path))
+		if !strings.Contains(suffix, "*") {
+			bak = path + suffix
+		} else if !strings.Contains(bak, "/") {
+			bak = filepath.Join(filepath.Dir(path), bak)
+		}
+		if err := os.WriteFile(bak, data, 0o644); err != nil {
+			return err
+		}
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	return os.WriteFile(path, edited, mode)
 }
 
 type sedAddr struct {
@@ -170,6 +211,9 @@ type sedParser struct {
 	lastRE   *regexp.Regexp
 }
 
+// parseSed parses a sed script into its commands, a { jumping past its }
+// when its address does not match, and b, t and T jumping to their label's
+// : or, without one, to the end.
 func parseSed(script string, extended bool) ([]*sedCmd, error) {
 	ps := &sedParser{s: script, extended: extended}
 	var cmds []*sedCmd
@@ -186,31 +230,10 @@ func parseSed(script string, extended bool) ([]*sedCmd, error) {
 			}
 			continue
 		}
-		c := &sedCmd{}
-		var err error
-		if c.a1, err = ps.addr(false); err != nil {
+		c, err := ps.command()
+		if err != nil {
 			return nil, err
 		}
-		if c.a1.kind != 0 && ps.peek() == ',' {
-			ps.i++
-			if c.a2, err = ps.addr(true); err != nil {
-				return nil, err
-			}
-			if c.a2.kind == 0 {
-				return nil, errors.New("unexpected ','")
-			}
-		}
-		ps.skip(" \t")
-		if ps.peek() == '!' {
-			c.negate = true
-			ps.i++
-			ps.skip(" \t")
-		}
-		if ps.i >= len(ps.s) {
-			return nil, errors.New("missing command")
-		}
-		c.name = ps.s[ps.i]
-		ps.i++
 		switch c.name {
 		case '{':
 			open = append(open, len(cmds))
@@ -220,68 +243,116 @@ func parseSed(script string, extended bool) ([]*sedCmd, error) {
 			}
 			cmds[open[len(open)-1]].jump = len(cmds) + 1
 			open = open[:len(open)-1]
-		case '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z':
-		case 'q', 'Q':
-			ps.skip(" \t")
-			j := ps.i
-			for ps.i < len(ps.s) && ps.s[ps.i] >= '0' && ps.s[ps.i] <= '9' {
-				ps.i++
-			}
-			c.exit, _ = strconv.Atoi(ps.s[j:ps.i])
-		case 'a', 'i', 'c':
-			c.text = ps.text()
-		case 'b', 't', 'T', ':':
-			ps.skip(" \t")
-			j := ps.i
-			for ps.i < len(ps.s) && ps.s[ps.i] != '\n' && ps.s[ps.i] != ';' {
-				ps.i++
-			}
-			c.text = strings.TrimSpace(ps.s[j:ps.i])
-			if c.name == ':' {
-				if c.text == "" {
-					return nil, errors.New("\":\" lacks a label")
-				}
-				labels[c.text] = len(cmds)
-			}
-		case 's':
-			if err := ps.subst(c); err != nil {
-				return nil, err
-			}
-		case 'y':
-			d, err := ps.delim()
-			if err != nil {
-				return nil, err
-			}
-			from, err1 := ps.until(d)
-			to, err2 := ps.until(d)
-			if err := errors.Join(err1, err2); err != nil {
-				return nil, err
-			}
-			c.from, c.to = []rune(unescape(from)), []rune(unescape(to))
-			if len(c.from) != len(c.to) {
-				return nil, errors.New("strings for `y' command are different lengths")
-			}
-		default:
-			return nil, fmt.Errorf("unknown command: `%c'", c.name)
+		case ':':
+			labels[c.text] = len(cmds)
 		}
 		cmds = append(cmds, c)
 	}
 	if len(open) > 0 {
 		return nil, errors.New("unmatched `{'")
 	}
+	if err := resolveJumps(cmds, labels); err != nil {
+		return nil, err
+	}
+	return cmds, nil
+}
+
+// command parses one command: its addresses, !, its name and what follows
+// the name. Braces and jumps are left for parseSed to match.
+func (ps *sedParser) command() (*sedCmd, error) {
+	c := &sedCmd{}
+	var err error
+	if c.a1, err = ps.addr(false); err != nil {
+		return nil, err
+	}
+	if c.a1.kind != 0 && ps.peek() == ',' {
+		ps.i++
+		if c.a2, err = ps.addr(true); err != nil {
+			return nil, err
+		}
+		if c.a2.kind == 0 {
+			return nil, errors.New("unexpected ','")
+		}
+	}
+	ps.skip(" \t")
+	if ps.peek() == '!' {
+		c.negate = true
+		ps.i++
+		ps.skip(" \t")
+	}
+	if ps.i >= len(ps.s) {
+		return nil, errors.New("missing command")
+	}
+	c.name = ps.s[ps.i]
+	ps.i++
+	if err := ps.operands(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// operands parses what follows the command c's name: q's exit code, the
+// text of a, i and c, a label, s's and y's arguments.
+func (ps *sedParser) operands(c *sedCmd) error {
+	switch c.name {
+	case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z':
+	case 'q', 'Q':
+		ps.skip(" \t")
+		j := ps.i
+		for ps.i < len(ps.s) && ps.s[ps.i] >= '0' && ps.s[ps.i] <= '9' {
+			ps.i++
+		}
+		c.exit, _ = strconv.Atoi(ps.s[j:ps.i])
+	case 'a', 'i', 'c':
+		c.text = ps.text()
+	case 'b', 't', 'T', ':':
+		ps.skip(" \t")
+		j := ps.i
+		for ps.i < len(ps.s) && ps.s[ps.i] != '\n' && ps.s[ps.i] != ';' {
+			ps.i++
+		}
+		c.text = strings.TrimSpace(ps.s[j:ps.i])
+		if c.name == ':' && c.text == "" {
+			return errors.New("\":\" lacks a label")
+		}
+	case 's':
+		return ps.subst(c)
+	case 'y':
+		d, err := ps.delim()
+		if err != nil {
+			return err
+		}
+		from, err1 := ps.until(d)
+		to, err2 := ps.until(d)
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		c.from, c.to = []rune(unescape(from)), []rune(unescape(to))
+		if len(c.from) != len(c.to) {
+			return errors.New("strings for `y' command are different lengths")
+		}
+	default:
+		return fmt.Errorf("unknown command: `%c'", c.name)
+	}
+	return nil
+}
+
+// resolveJumps points each b, t and T at its label's command, or past the
+// last command when it names none.
+func resolveJumps(cmds []*sedCmd, labels map[string]int) error {
 	for _, c := range cmds {
 		if c.name == 'b' || c.name == 't' || c.name == 'T' {
 			c.jump = len(cmds)
 			if c.text != "" {
 				j, ok := labels[c.text]
 				if !ok {
-					return nil, fmt.Errorf("can't find label for jump to `%s'", c.text)
+					return fmt.Errorf("can't find label for jump to `%s'", c.text)
 				}
 				c.jump = j
 			}
 		}
 	}
-	return cmds, nil
+	return nil
 }
 
 func (ps *sedParser) peek() byte {
@@ -476,156 +547,217 @@ type sedRun struct {
 
 // stream runs the program over r, writing to w, and returns sed's exit code.
 func (s *sedRun) stream(r io.Reader, w io.Writer) (int, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	next := func() (string, bool, bool) { // line, had newline, ok
-		l, err := br.ReadString('\n')
-		if l == "" && err != nil {
-			return "", false, false
-		}
-		return strings.TrimSuffix(l, "\n"), strings.HasSuffix(l, "\n"), true
-	}
-	pending, pendNL, ok := next()
-	read := func() (string, bool, bool) {
-		if !ok {
-			return "", false, false
-		}
-		l, nl := pending, pendNL
-		pending, pendNL, ok = next()
-		s.line++
-		return l, nl, true
-	}
-	last := func() bool { return !ok }
-	var hold string
-	var appendQ []string
-	out := func(text string, nl bool) {
-		io.WriteString(w, text)
-		if nl {
-			io.WriteString(w, "\n")
-		}
-	}
-	flush := func() {
-		for _, a := range appendQ {
-			out(a, true)
-		}
-		appendQ = appendQ[:0]
-	}
-	ps, nl, more := read()
+	st := &sedStream{sedRun: s, br: bufio.NewReaderSize(r, 64<<10), w: w}
+	st.pending, st.pendNL, st.ok = st.next()
+	var more bool
+	st.ps, st.nl, more = st.read()
 	for more {
-		substituted := false
-		deleted, quit, exit := false, false, -1
-		restart := false
-	cycle:
-		for pc := 0; pc < len(s.prog); pc++ {
-			c := s.prog[pc]
-			if !s.matches(c, ps, last()) {
-				if c.name == '{' {
-					pc = c.jump - 1
-				}
-				continue
-			}
-			switch c.name {
-			case '{', '}', ':':
-			case '=':
-				fmt.Fprintf(w, "%d\n", s.line)
-			case 'a':
-				appendQ = append(appendQ, c.text)
-			case 'i':
-				out(c.text, true)
-			case 'c':
-				if c.a2.kind == 0 || !c.active {
-					out(c.text, true)
-				}
-				deleted = true
-				break cycle
-			case 'd':
-				deleted = true
-				break cycle
-			case 'D':
-				if i := strings.IndexByte(ps, '\n'); i >= 0 {
-					ps = ps[i+1:]
-					restart = true
-				} else {
-					deleted = true
-				}
-				break cycle
-			case 'g':
-				ps = hold
-			case 'G':
-				ps += "\n" + hold
-			case 'h':
-				hold = ps
-			case 'H':
-				hold += "\n" + ps
-			case 'x':
-				ps, hold = hold, ps
-			case 'z':
-				ps = ""
-			case 'n':
-				if !s.quiet {
-					out(ps, nl)
-				}
-				flush()
-				l, lnl, ok := read()
-				if !ok {
-					deleted = true // already printed
-					break cycle
-				}
-				ps, nl = l, lnl
-			case 'N':
-				l, lnl, ok := read()
-				if !ok {
-					break cycle // GNU prints the pattern space
-				}
-				ps, nl = ps+"\n"+l, lnl
-			case 'p':
-				out(ps, true)
-			case 'P':
-				first, _, _ := strings.Cut(ps, "\n")
-				out(first, true)
-			case 'q':
-				quit, exit = true, c.exit
-				break cycle
-			case 'Q':
-				quit, exit, deleted = true, c.exit, true
-				break cycle
-			case 's':
-				if r, ok := substitute(c, ps); ok {
-					ps, substituted = r, true
-					if c.print {
-						out(ps, true)
-					}
-				}
-			case 'y':
-				ps = strings.Map(func(r rune) rune {
-					for i, f := range c.from {
-						if f == r {
-							return c.to[i]
-						}
-					}
-					return r
-				}, ps)
-			case 'b':
-				pc = c.jump - 1
-			case 't', 'T':
-				if substituted == (c.name == 't') {
-					substituted = false
-					pc = c.jump - 1
-				}
-			}
+		cy := st.cycle()
+		if !cy.deleted && !s.quiet {
+			st.out(st.ps, st.nl || !st.last())
 		}
-		if !deleted && !s.quiet {
-			out(ps, nl || !last())
+		st.flush()
+		if cy.quit {
+			return max(cy.exit, 0), nil
 		}
-		flush()
-		if quit {
-			return max(exit, 0), nil
-		}
-		if restart {
+		if cy.restart {
 			continue
 		}
-		ps, nl, more = read()
+		st.ps, st.nl, more = st.read()
 	}
 	return 0, nil
+}
+
+// sedStream is one run of the program over one input: the input read a line
+// ahead (so that $ knows the last line), the pattern and hold spaces, and
+// the text that a queued for the end of the cycle.
+type sedStream struct {
+	*sedRun
+	br      *bufio.Reader
+	w       io.Writer
+	pending string // the next line
+	pendNL  bool   // whether it ended in a newline
+	ok      bool   // whether there is a next line
+	ps      string // the pattern space
+	nl      bool   // whether its last line ended in a newline
+	hold    string
+	appendQ []string
+}
+
+// sedCycle is how one cycle of the program ended.
+type sedCycle struct {
+	substituted bool // an s replaced something since the last t or T
+	deleted     bool // the pattern space is not printed
+	quit        bool // q or Q: sed exits with exit (when not -1)
+	exit        int
+	restart     bool // D: the next cycle starts without reading a line
+}
+
+// next reads a line from the input: the line without its newline, whether
+// it had one, and whether there was a line.
+func (st *sedStream) next() (string, bool, bool) {
+	l, err := st.br.ReadString('\n')
+	if l == "" && err != nil {
+		return "", false, false
+	}
+	return strings.TrimSuffix(l, "\n"), strings.HasSuffix(l, "\n"), true
+}
+
+// read takes the line read ahead, counts it and reads the one after.
+func (st *sedStream) read() (string, bool, bool) {
+	if !st.ok {
+		return "", false, false
+	}
+	l, nl := st.pending, st.pendNL
+	st.pending, st.pendNL, st.ok = st.next()
+	st.line++
+	return l, nl, true
+}
+
+// last reports whether the line read is the input's last.
+func (st *sedStream) last() bool { return !st.ok }
+
+// out writes text, and a newline when nl.
+func (st *sedStream) out(text string, nl bool) {
+	io.WriteString(st.w, text)
+	if nl {
+		io.WriteString(st.w, "\n")
+	}
+}
+
+// flush writes the text that a queued.
+func (st *sedStream) flush() {
+	for _, a := range st.appendQ {
+		st.out(a, true)
+	}
+	st.appendQ = st.appendQ[:0]
+}
+
+// cycle runs the program once over the pattern space: each command whose
+// address matches, the branches moving the program counter, until the
+// program ends or a command ends the cycle.
+func (st *sedStream) cycle() sedCycle {
+	cy := sedCycle{exit: -1}
+	for pc := 0; pc < len(st.prog); pc++ {
+		c := st.prog[pc]
+		if !st.matches(c, st.ps, st.last()) {
+			if c.name == '{' {
+				pc = c.jump - 1
+			}
+			continue
+		}
+		switch c.name {
+		case 'b':
+			pc = c.jump - 1
+		case 't', 'T':
+			if cy.substituted == (c.name == 't') {
+				cy.substituted = false
+				pc = c.jump - 1
+			}
+		case 'c', 'd', 'D', 'n', 'N', 'q', 'Q':
+			if st.control(c, &cy) {
+				return cy
+			}
+		default:
+			st.edit(c, &cy)
+		}
+	}
+	return cy
+}
+
+// control runs a command that may end the cycle (c, d, D, q, Q) or reads
+// input (n, N), and reports whether the cycle ends.
+func (st *sedStream) control(c *sedCmd, cy *sedCycle) bool {
+	switch c.name {
+	case 'c':
+		if c.a2.kind == 0 || !c.active {
+			st.out(c.text, true)
+		}
+		cy.deleted = true
+		return true
+	case 'd':
+		cy.deleted = true
+		return true
+	case 'D':
+		if i := strings.IndexByte(st.ps, '\n'); i >= 0 {
+			st.ps = st.ps[i+1:]
+			cy.restart = true
+		} else {
+			cy.deleted = true
+		}
+		return true
+	case 'n':
+		if !st.quiet {
+			st.out(st.ps, st.nl)
+		}
+		st.flush()
+		l, lnl, ok := st.read()
+		if !ok {
+			cy.deleted = true // already printed
+			return true
+		}
+		st.ps, st.nl = l, lnl
+	case 'N':
+		l, lnl, ok := st.read()
+		if !ok {
+			return true // GNU prints the pattern space
+		}
+		st.ps, st.nl = st.ps+"\n"+l, lnl
+	case 'q':
+		cy.quit, cy.exit = true, c.exit
+		return true
+	case 'Q':
+		cy.quit, cy.exit, cy.deleted = true, c.exit, true
+		return true
+	}
+	return false
+}
+
+// edit runs a command that changes the pattern or hold space or writes
+// output and lets the cycle go on; s records a substitution in cy.
+func (st *sedStream) edit(c *sedCmd, cy *sedCycle) {
+	switch c.name {
+	case '{', '}', ':':
+	case '=':
+		fmt.Fprintf(st.w, "%d\n", st.line)
+	case 'a':
+		st.appendQ = append(st.appendQ, c.text)
+	case 'i':
+		st.out(c.text, true)
+	case 'g':
+		st.ps = st.hold
+	case 'G':
+		st.ps += "\n" + st.hold
+	case 'h':
+		st.hold = st.ps
+	case 'H':
+		st.hold += "\n" + st.ps
+	case 'x':
+		st.ps, st.hold = st.hold, st.ps
+	case 'z':
+		st.ps = ""
+	case 'p':
+		st.out(st.ps, true)
+	case 'P':
+		first, _, _ := strings.Cut(st.ps, "\n")
+		st.out(first, true)
+	case 's':
+		if r, ok := substitute(c, st.ps); ok {
+			st.ps, cy.substituted = r, true
+			if c.print {
+				st.out(st.ps, true)
+			}
+		}
+	case 'y':
+		st.ps = strings.Map(func(r rune) rune {
+			for i, f := range c.from {
+				if f == r {
+					return c.to[i]
+				}
+			}
+			return r
+		}, st.ps)
+	}
 }
 
 // matches reports whether c applies to the current line, updating its range.

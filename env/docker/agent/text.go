@@ -289,104 +289,25 @@ func (p *proc) readLines(name string, files []string) ([]string, bool) {
 	return ls, ok
 }
 
+// sortOpts is what sort was asked for.
+type sortOpts struct {
+	numeric, reverse, unique, fold bool
+	sep                            string // -t: the field separator ("": runs of blanks)
+	out                            string // -o: the output file ("": standard output)
+	k1, k2                         int    // -k: the key's first and last fields (0: none)
+}
+
 // runSort is sort: sort [-nrufb] [-t SEP] [-k F1[,F2]] [-o FILE] [FILE]...
 func runSort(p *proc, name string, args []string) int {
-	opts, files, err := getopt(args, "nrufbst:k:o:V", []string{"numeric-sort", "reverse", "unique", "ignore-case", "stable", "field-separator=", "key=", "output=", "version-sort"}, true)
+	s, files, err := parseSort(args)
 	if err != nil {
 		return p.fail(2, name, "%v", err)
 	}
-	var numeric, reverse, unique, fold bool
-	sep, out := "", ""
-	k1, k2 := 0, 0
-	for _, o := range opts {
-		switch o.name {
-		case "n", "numeric-sort":
-			numeric = true
-		case "r", "reverse":
-			reverse = true
-		case "u", "unique":
-			unique = true
-		case "f", "ignore-case":
-			fold = true
-		case "t", "field-separator":
-			sep = o.val
-		case "k", "key":
-			a, b, _ := strings.Cut(o.val, ",")
-			k1, _ = strconv.Atoi(strings.TrimRightFunc(a, unicode.IsLetter))
-			k2, _ = strconv.Atoi(strings.TrimRightFunc(b, unicode.IsLetter))
-			if strings.ContainsRune(a, 'n') {
-				numeric = true
-			}
-		case "o", "output":
-			out = o.val
-		}
-	}
 	ls, ok := p.readLines(name, files)
-	key := func(l string) string {
-		if k1 > 0 {
-			var f []string
-			if sep == "" {
-				f = strings.Fields(l)
-			} else {
-				f = strings.Split(l, sep)
-			}
-			end := len(f)
-			if k2 > 0 {
-				end = min(k2, len(f))
-			}
-			if k1-1 >= len(f) {
-				l = ""
-			} else {
-				j := sep
-				if j == "" {
-					j = " "
-				}
-				l = strings.Join(f[k1-1:max(end, k1)], j)
-			}
-		}
-		if fold {
-			l = strings.ToLower(l)
-		}
-		return l
-	}
-	num := func(s string) float64 {
-		s = strings.TrimSpace(s)
-		i := 0
-		for i < len(s) && (s[i] == '-' || s[i] == '.' || s[i] >= '0' && s[i] <= '9') {
-			i++
-		}
-		v, _ := strconv.ParseFloat(s[:i], 64)
-		return v
-	}
-	cmp := func(a, b string) int {
-		ka, kb := key(a), key(b)
-		if numeric {
-			if na, nb := num(ka), num(kb); na != nb {
-				if na < nb {
-					return -1
-				}
-				return 1
-			}
-			return 0
-		}
-		return strings.Compare(ka, kb)
-	}
-	slices.SortStableFunc(ls, func(a, b string) int {
-		c := cmp(a, b)
-		if c == 0 && !unique && k1 == 0 && !numeric && !fold {
-			c = strings.Compare(a, b)
-		}
-		if reverse {
-			return -c
-		}
-		return c
-	})
-	if unique {
-		ls = slices.CompactFunc(ls, func(a, b string) bool { return cmp(a, b) == 0 })
-	}
+	ls = s.sort(ls)
 	w := p.stdout
-	if out != "" {
-		f, err := os.Create(p.path(out))
+	if s.out != "" {
+		f, err := os.Create(p.path(s.out))
 		if err != nil {
 			return p.fail(2, name, "%v", err)
 		}
@@ -402,6 +323,116 @@ func runSort(p *proc, name string, args []string) int {
 		return 2
 	}
 	return 0
+}
+
+// parseSort reads sort's command line into its options and its files.
+func parseSort(args []string) (sortOpts, []string, error) {
+	opts, files, err := getopt(args, "nrufbst:k:o:V", []string{"numeric-sort", "reverse", "unique", "ignore-case", "stable", "field-separator=", "key=", "output=", "version-sort"}, true)
+	if err != nil {
+		return sortOpts{}, nil, err
+	}
+	var s sortOpts
+	for _, o := range opts {
+		switch o.name {
+		case "n", "numeric-sort":
+			s.numeric = true
+		case "r", "reverse":
+			s.reverse = true
+		case "u", "unique":
+			s.unique = true
+		case "f", "ignore-case":
+			s.fold = true
+		case "t", "field-separator":
+			s.sep = o.val
+		case "k", "key":
+			a, b, _ := strings.Cut(o.val, ",")
+			s.k1, _ = strconv.Atoi(strings.TrimRightFunc(a, unicode.IsLetter))
+			s.k2, _ = strconv.Atoi(strings.TrimRightFunc(b, unicode.IsLetter))
+			if strings.ContainsRune(a, 'n') {
+				s.numeric = true
+			}
+		case "o", "output":
+			s.out = o.val
+		}
+	}
+	return s, files, nil
+}
+
+// key is the part of the line l that sort compares: the -k fields joined
+// by the separator (a space when fields are blank-separated), lowered
+// under -f.
+func (s sortOpts) key(l string) string {
+	if s.k1 > 0 {
+		var f []string
+		if s.sep == "" {
+			f = strings.Fields(l)
+		} else {
+			f = strings.Split(l, s.sep)
+		}
+		end := len(f)
+		if s.k2 > 0 {
+			end = min(s.k2, len(f))
+		}
+		if s.k1-1 >= len(f) {
+			l = ""
+		} else {
+			j := s.sep
+			if j == "" {
+				j = " "
+			}
+			l = strings.Join(f[s.k1-1:max(end, s.k1)], j)
+		}
+	}
+	if s.fold {
+		l = strings.ToLower(l)
+	}
+	return l
+}
+
+// sortNumber is the number a key starts with (after blanks), 0 when none.
+func sortNumber(s string) float64 {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && (s[i] == '-' || s[i] == '.' || s[i] >= '0' && s[i] <= '9') {
+		i++
+	}
+	v, _ := strconv.ParseFloat(s[:i], 64)
+	return v
+}
+
+// compare orders two lines by their keys, as numbers under -n.
+func (s sortOpts) compare(a, b string) int {
+	ka, kb := s.key(a), s.key(b)
+	if s.numeric {
+		if na, nb := sortNumber(ka), sortNumber(kb); na != nb {
+			if na < nb {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(ka, kb)
+}
+
+// sort sorts ls in place, stably, and returns it, with only the first of
+// each run of equal keys under -u. Lines whose keys tie are ordered by the
+// whole line unless -u, -k, -n or -f is given.
+func (s sortOpts) sort(ls []string) []string {
+	slices.SortStableFunc(ls, func(a, b string) int {
+		c := s.compare(a, b)
+		if c == 0 && !s.unique && s.k1 == 0 && !s.numeric && !s.fold {
+			c = strings.Compare(a, b)
+		}
+		if s.reverse {
+			return -c
+		}
+		return c
+	})
+	if s.unique {
+		ls = slices.CompactFunc(ls, func(a, b string) bool { return s.compare(a, b) == 0 })
+	}
+	return ls
 }
 
 // runUniq is uniq: uniq [-cdui] [INPUT [OUTPUT]].

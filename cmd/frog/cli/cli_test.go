@@ -18,6 +18,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/policy/openai/openaitest"
+	"github.com/frognano/frog/run"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		// ckpt-loop DIR saves ever larger checkpoints into DIR until killed;
 		// ckpt-load DIR loads the latest and prints its version.
 		"ckpt-loop": func() {
-			c := &checkpointDir{dir: os.Args[1], keep: 3}
+			c := run.NewCheckpoints(os.Args[1], 3)
 			for v := int64(1); ; v++ {
 				blob := bytes.Repeat([]byte{byte(v)}, 1<<20+int(v%7)*4096)
 				if err := c.Save(actors.Checkpoint{Progress: actors.Progress{Version: v, Updates: v}, Learner: blob}); err != nil {
@@ -63,14 +64,14 @@ func TestMain(m *testing.M) {
 				return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("view", `{"path": "go.mod"}`)}}
 			})
 			srv.Latency = lat
-			if err := writeFileAtomic(os.Args[1], []byte(srv.BaseURL())); err != nil {
+			if err := run.WriteFileAtomic(os.Args[1], []byte(srv.BaseURL())); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
 			select {}
 		},
 		"ckpt-load": func() {
-			ck, err := loadCheckpoint(os.Args[1])
+			ck, err := run.Load(os.Args[1])
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)

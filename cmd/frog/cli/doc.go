@@ -21,10 +21,11 @@
 // other error is a failure (exit code 1).
 //
 // `frog sim` and `frog train` write a run directory, runs/<name> unless
-// --run-dir says otherwise (rundir.go): config.json first, metrics.jsonl a
-// line at a time as the learner updates, and summary.json last. A training
-// run adds trajectories/ as JSONL shards and checkpoints/, each written
-// atomically and then named by a "latest" pointer (trainrun.go), so that a
-// run killed at any point keeps what it recorded and `frog train --resume`
-// can continue it.
+// --run-dir says otherwise, through package run: config.json first,
+// metrics.jsonl a line at a time as the learner updates, and summary.json
+// last. A training run adds trajectories/ as JSONL shards and
+// checkpoints/, each written atomically and then named by a "latest"
+// pointer, so that a run killed at any point keeps what it recorded and
+// `frog train --resume` can continue it (run.Resume). This package keeps
+// the flags, their validation and the printing.
 package cli

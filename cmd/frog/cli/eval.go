@@ -24,6 +24,7 @@ import (
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 )
 
@@ -143,7 +144,7 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 		return greedy(l), nil
 	}
 	if _, err := os.Stat(name); err == nil {
-		ck, err := loadCheckpoint(name)
+		ck, err := run.Load(name)
 		if err != nil {
 			return nil, err
 		}
@@ -152,11 +153,12 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 			return nil, fmt.Errorf("%s: the run's latest checkpoint does not load (%s); its newest that does is %s: name it to evaluate that one",
 				name, strings.Join(ck.Skipped, "; "), ck.File)
 		}
-		l, err := neural.FromCheckpoint(cuda.NewCPU(), ck.Learner)
+		p, err := ck.Policy()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ck.File, err)
+			return nil, err
 		}
-		return greedy(l), nil
+		p.Greedy = true
+		return p, nil
 	}
 	p, err := baseline.New(name, seed)
 	if err != nil {
@@ -273,18 +275,18 @@ func (o *evalOptions) recordTrajectories(deps actors.Deps, name string) (actors.
 		return deps, func() error { return nil }, nil
 	}
 	dir := filepath.Join(o.Trajectory, policyDirName(name))
-	s, err := newShards(dir, 5000)
+	s, err := run.NewShards(dir, 5000)
 	if err != nil {
 		return deps, nil, fmt.Errorf("--trajectories: %w", err)
 	}
 	also := deps.OnEpisode
 	deps.OnEpisode = func(r *actors.EpisodeResult) {
-		s.write(episodeRecord(r))
+		s.Write(run.EpisodeRecord(r))
 		if also != nil {
 			also(r)
 		}
 	}
-	return deps, s.close, nil
+	return deps, s.Close, nil
 }
 
 // policyDirName is a --policy name as one directory name: a run directory

@@ -36,6 +36,7 @@ import (
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
 )
@@ -269,7 +270,7 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 			}
 		}
 	}
-	var run func(strategy string, seed uint64) (runResult, error)
+	var runOne func(strategy string, seed uint64) (runResult, error)
 	switch {
 	case len(pending) == 0:
 		// Nothing to run: the table from the results there (real mode
@@ -279,7 +280,7 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 		if err != nil {
 			return err
 		}
-		run = func(s string, seed uint64) (runResult, error) { return runSimExperiment(ctx, o, s, seed, heldout, log) }
+		runOne = func(s string, seed uint64) (runResult, error) { return runSimExperiment(ctx, o, s, seed, heldout, log) }
 	default:
 		x, closeX, err := openRealExperiment(ctx, o, log)
 		if err != nil {
@@ -298,13 +299,13 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 				x.start[r.Seed] = heldoutPoint{Solved: r.CurveY[0]}
 			}
 		}
-		run = func(s string, seed uint64) (runResult, error) { return x.runReal(ctx, s, seed) }
+		runOne = func(s string, seed uint64) (runResult, error) { return x.runReal(ctx, s, seed) }
 	}
 	for _, p := range pending {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r, err := run(p.strategy, p.seed)
+		r, err := runOne(p.strategy, p.seed)
 		if err != nil {
 			return fmt.Errorf("strategy %s seed %d: %w", p.strategy, p.seed, err)
 		}
@@ -326,7 +327,7 @@ func runExperiment(ctx context.Context, g *globals, o *experimentOptions) error 
 	if err := tab.print(&buf); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(o.Dir, "table.txt"), []byte(buf.String())); err != nil {
+	if err := run.WriteFileAtomic(filepath.Join(o.Dir, "table.txt"), []byte(buf.String())); err != nil {
 		return err
 	}
 	if o.JSON {
@@ -369,7 +370,7 @@ func openExperimentDir(o *experimentOptions) (map[string]bool, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
-	} else if err := writeJSONAtomic(cfgPath, rec); err != nil {
+	} else if err := run.WriteJSONAtomic(cfgPath, rec); err != nil {
 		return nil, err
 	}
 	results, err := readResults(o.Dir)
@@ -765,7 +766,7 @@ func drawExperiment(dir string, t experimentTable) error {
 		if _, err := wt.WriteTo(&buf); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if err := writeFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
+		if err := run.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
 			return err
 		}
 	}

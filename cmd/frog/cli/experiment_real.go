@@ -22,6 +22,7 @@ import (
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
@@ -158,7 +159,7 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 		for _, t := range checked {
 			rec.Tasks = append(rec.Tasks, t.Task.ID)
 		}
-		return checked, writeJSONAtomic(path, rec)
+		return checked, run.WriteJSONAtomic(path, rec)
 	}
 	if err != nil {
 		return nil, err

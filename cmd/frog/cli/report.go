@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/run"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -59,15 +60,15 @@ rates (and within one try) against the baselines.`,
 
 // runSeries is what report reads from metrics.jsonl.
 type runSeries struct {
-	Run       string                  `json:"run"`
-	Updates   int                     `json:"updates"`
-	Train     plotter.XYs             `json:"-"`
-	ZeroShare plotter.XYs             `json:"-"`
-	EpsPerSec plotter.XYs             `json:"-"`
-	TriesSec  plotter.XYs             `json:"-"`
-	Heldout   []metricsEvent          `json:"heldout"`
-	Baselines map[string]metricsEvent `json:"baselines"`
-	Files     []string                `json:"files"`
+	Run       string               `json:"run"`
+	Updates   int                  `json:"updates"`
+	Train     plotter.XYs          `json:"-"`
+	ZeroShare plotter.XYs          `json:"-"`
+	EpsPerSec plotter.XYs          `json:"-"`
+	TriesSec  plotter.XYs          `json:"-"`
+	Heldout   []run.Event          `json:"heldout"`
+	Baselines map[string]run.Event `json:"baselines"`
+	Files     []string             `json:"files"`
 }
 
 func readRun(dir string) (*runSeries, error) {
@@ -76,12 +77,12 @@ func readRun(dir string) (*runSeries, error) {
 		return nil, &UsageError{Err: fmt.Errorf("report: %w (is %s a frog train run?)", err, dir)}
 	}
 	defer f.Close()
-	s := &runSeries{Run: dir, Baselines: map[string]metricsEvent{}}
+	s := &runSeries{Run: dir, Baselines: map[string]run.Event{}}
 	// One point per update and one evaluation per update: a run resumed
 	// by an older frog wrote the updates after its checkpoint again, and
 	// the later copy is the one the run went on from.
-	updates := map[int64]metricsEvent{}
-	heldout := map[int64]metricsEvent{}
+	updates := map[int64]run.Event{}
+	heldout := map[int64]run.Event{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for n := 1; sc.Scan(); n++ {
@@ -89,7 +90,7 @@ func readRun(dir string) (*runSeries, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var e metricsEvent
+		var e run.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			continue // a torn last line of a killed run
 		}
@@ -237,7 +238,7 @@ func (s *runSeries) draw(dir string) ([]string, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		path := filepath.Join(dir, name)
-		if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+		if err := run.WriteFileAtomic(path, buf.Bytes()); err != nil {
 			return nil, err
 		}
 		files = append(files, path)
@@ -283,7 +284,7 @@ func (s *runSeries) print(w io.Writer) error {
 
 // solvedWithin is an evaluation's solve rate within tries tries, when its
 // line has one (runs made before solved_at_tries have none).
-func solvedWithin(e metricsEvent, tries int) (actors.Rate, bool) {
+func solvedWithin(e run.Event, tries int) (actors.Rate, bool) {
 	for _, a := range e.AtTries {
 		if a.Tries == tries {
 			return a.Rate, true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/curriculum"
+	"github.com/frognano/frog/run"
 )
 
 // frog runs the command line as a user types it and returns its stderr.
@@ -29,9 +30,9 @@ func frog(t *testing.T, args ...string) (string, error) {
 // firstCurriculumRecord is the first curriculum line of metrics.jsonl of
 // version from on: a run resumed from a checkpoint of that version cuts
 // the lines of the versions from it on, and writes its own.
-func firstCurriculumRecord(t *testing.T, run string, from int64) actors.CurriculumRecord {
+func firstCurriculumRecord(t *testing.T, dir string, from int64) actors.CurriculumRecord {
 	t.Helper()
-	f, err := os.Open(filepath.Join(run, "metrics.jsonl"))
+	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +51,15 @@ func firstCurriculumRecord(t *testing.T, run string, from int64) actors.Curricul
 			return r
 		}
 	}
-	t.Fatalf("no curriculum line of version %d on in %s/metrics.jsonl", from, run)
+	t.Fatalf("no curriculum line of version %d on in %s/metrics.jsonl", from, dir)
 	return actors.CurriculumRecord{}
 }
 
-// checkpointedCurriculum is the curriculum of run's latest checkpoint, as
+// checkpointedCurriculum is the curriculum of dir's latest checkpoint, as
 // the run's config makes it.
-func checkpointedCurriculum(t *testing.T, run string) curriculum.CurriculumStats {
+func checkpointedCurriculum(t *testing.T, dir string) curriculum.CurriculumStats {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(run, "config.json"))
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func checkpointedCurriculum(t *testing.T, run string) curriculum.CurriculumStats
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck, err := loadCheckpoint(run)
+	ck, err := run.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,24 +87,24 @@ func checkpointedCurriculum(t *testing.T, run string) curriculum.CurriculumStats
 	return cur.Stats()
 }
 
-// latestVersion is the version of run's latest checkpoint.
-func latestVersion(t *testing.T, run string) int64 {
+// latestVersion is the version of dir's latest checkpoint.
+func latestVersion(t *testing.T, dir string) int64 {
 	t.Helper()
-	ck, err := loadCheckpoint(run)
+	ck, err := run.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ck.Version
 }
 
-// editLatest rewrites run's latest checkpoint file with edit applied to
+// editLatest rewrites dir's latest checkpoint file with edit applied to
 // its checkpoint's JSON object, under a checksum of the edited bytes (a
 // state frog itself saved), or as an older frog wrote it (format 1: the
 // fields at the top level, no checksum), and returns a function that puts
 // the original back.
-func editLatest(t *testing.T, run string, older bool, edit func(map[string]json.RawMessage)) (restore func()) {
+func editLatest(t *testing.T, dir string, older bool, edit func(map[string]json.RawMessage)) (restore func()) {
 	t.Helper()
-	ck, err := loadCheckpoint(run)
+	ck, err := run.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,13 @@ func editLatest(t *testing.T, run string, older bool, edit func(map[string]json.
 	orig, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The file's own format (run.CheckpointFormat), spelled out here as
+	// another tool would read it.
+	type checkpointFile struct {
+		Format     string          `json:"format"`
+		Sum        string          `json:"sha256,omitempty"`
+		Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
 	}
 	var f checkpointFile
 	if err := json.Unmarshal(orig, &f); err != nil {
@@ -127,11 +135,11 @@ func editLatest(t *testing.T, run string, older bool, edit func(map[string]json.
 	}
 	var data []byte
 	if older {
-		m["format"] = json.RawMessage(`"` + checkpointFormat1 + `"`)
+		m["format"] = json.RawMessage(`"` + run.CheckpointFormat1 + `"`)
 		data, err = json.Marshal(m)
 	} else {
 		sum := sha256.Sum256(body)
-		data, err = json.Marshal(checkpointFile{Format: checkpointFileFormat, Sum: hex.EncodeToString(sum[:]), Checkpoint: body})
+		data, err = json.Marshal(checkpointFile{Format: run.CheckpointFormat, Sum: hex.EncodeToString(sum[:]), Checkpoint: body})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -164,24 +172,24 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 	t.Setenv("GOPROXY", "off")
 	t.Setenv("GOTOOLCHAIN", "local")
 	tmp := t.TempDir()
-	tasks, ws, run := filepath.Join(tmp, "tasks.jsonl"), filepath.Join(tmp, "ws"), filepath.Join(tmp, "run")
+	tasks, ws, dir := filepath.Join(tmp, "tasks.jsonl"), filepath.Join(tmp, "ws"), filepath.Join(tmp, "run")
 	if stderr, err := frog(t, "synth", "--source", tiny, "--n", "4", "--out", tasks, "--min-timeout", "5s", "--log-level", "warn"); err != nil {
 		t.Fatalf("frog synth: %v\n%s", err, stderr)
 	}
 	if stderr, err := frog(t, "train", "--tasks", tasks, "--local", tiny, "--workspaces", ws, "--heldout", "", "--baselines", "random",
 		"--episodes", "12", "--group-size", "2", "--groups-per-update", "1", "--refill-zero-variance=false", "--checkpoint-every", "2",
-		"--sandbox", "process", "--device", "cpu", "--concurrency", "2", "--run-dir", run, "--name", "t1", "--log-level", "warn", "--json"); err != nil {
+		"--sandbox", "process", "--device", "cpu", "--concurrency", "2", "--run-dir", dir, "--name", "t1", "--log-level", "warn", "--json"); err != nil {
 		t.Fatalf("frog train: %v\n%s", err, stderr)
 	}
-	at := checkpointedCurriculum(t, run)
+	at := checkpointedCurriculum(t, dir)
 	if at.Observed == 0 || at.Frontier == nil || at.Frontier.Buffer == 0 {
 		t.Fatalf("the checkpoint's curriculum observed %d outcomes, buffer %+v: the test needs some", at.Observed, at.Frontier)
 	}
 
 	// --episodes is the whole run's budget: each resumption plays 4 more.
 	resume := func(episodes int, extra ...string) (string, int64, error) {
-		from := latestVersion(t, run)
-		stderr, err := frog(t, append([]string{"train", "--resume", run, "--episodes", fmt.Sprint(episodes), "--log-level", "warn", "--json"}, extra...)...)
+		from := latestVersion(t, dir)
+		stderr, err := frog(t, append([]string{"train", "--resume", dir, "--episodes", fmt.Sprint(episodes), "--log-level", "warn", "--json"}, extra...)...)
 		return stderr, from, err
 	}
 	stderr, from, err := resume(16)
@@ -191,7 +199,7 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 	if strings.Contains(stderr, "starts fresh") {
 		t.Errorf("resumed from a checkpoint with a curriculum state, the run warns:\n%s", stderr)
 	}
-	first := firstCurriculumRecord(t, run, from)
+	first := firstCurriculumRecord(t, dir, from)
 	t.Logf("checkpoint: observed %d, buffer %d, fresh %d; the resumed run's first record: observed %d, frontier %+v",
 		at.Observed, at.Frontier.Buffer, at.Frontier.Fresh, first.Observed, first.Frontier)
 	if first.Observed != at.Observed || first.Frontier == nil || first.Frontier.Buffer < at.Frontier.Buffer {
@@ -209,8 +217,8 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 	}
 
 	// A corrupted curriculum state: a usage error.
-	at = checkpointedCurriculum(t, run)
-	restore := editLatest(t, run, false, func(m map[string]json.RawMessage) {
+	at = checkpointedCurriculum(t, dir)
+	restore := editLatest(t, dir, false, func(m map[string]json.RawMessage) {
 		var c bytes.Buffer
 		if err := json.Compact(&c, m["curriculum"]); err != nil {
 			t.Fatal(err)
@@ -228,7 +236,7 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 	// An older frog's checkpoint, without the curriculum's state: resumed,
 	// with a warning, the curriculum fresh (and the budget counted from
 	// the checkpoint: an older frog's does not say what was played).
-	editLatest(t, run, true, func(m map[string]json.RawMessage) {
+	editLatest(t, dir, true, func(m map[string]json.RawMessage) {
 		delete(m, "curriculum")
 		delete(m, "pool")
 	})
@@ -242,7 +250,7 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 	if !strings.Contains(stderr, "older frog") {
 		t.Errorf("resumed from an older frog's checkpoint, the run does not say so:\n%s", stderr)
 	}
-	if first := firstCurriculumRecord(t, run, from); first.Observed != 0 {
+	if first := firstCurriculumRecord(t, dir, from); first.Observed != 0 {
 		t.Errorf("a fresh curriculum's first record observed %d outcomes; want 0", first.Observed)
 	}
 	if at.Observed == 0 {

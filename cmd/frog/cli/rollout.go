@@ -16,6 +16,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
+	"github.com/frognano/frog/run"
 )
 
 // rolloutOptions are the flags of `frog rollout`.
@@ -172,7 +173,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 			return err
 		}
 	}
-	run := "rollout-" + time.Now().UTC().Format("20060102-150405")
+	runName := "rollout-" + time.Now().UTC().Format("20060102-150405")
 	dir, err := createRunDir(o.Out, struct {
 		Version string          `json:"frog_version"`
 		Options *rolloutOptions `json:"options"`
@@ -180,12 +181,12 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err != nil {
 		return err
 	}
-	defer dir.close()
-	shards, err := newShards(filepath.Join(o.Out, "trajectories"), o.ShardSize)
+	defer dir.Close()
+	shards, err := run.NewShards(filepath.Join(o.Out, "trajectories"), o.ShardSize)
 	if err != nil {
 		return err
 	}
-	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: run, Concurrency: o.Concurrency}, log)
+	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: runName, Concurrency: o.Concurrency}, log)
 	if err != nil {
 		return err
 	}
@@ -203,14 +204,14 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if quarantined == nil {
 		quarantined = []string{}
 	}
-	exp := openai.NewExporter(pol, func(r openai.Record) error { shards.write(r); return nil })
+	exp := openai.NewExporter(pol, func(r openai.Record) error { shards.Write(r); return nil })
 	var firstGroup, firstEpisode uint64
 	if prior != nil {
 		firstGroup, firstEpisode = prior.nextGroup, prior.nextEpisode
 	}
 	var timings openai.Timings
 	cfg := actors.DefaultConfig()
-	cfg.Run, cfg.Concurrency, cfg.MaxAttempts = run, o.Concurrency, o.MaxRetries+1
+	cfg.Run, cfg.Concurrency, cfg.MaxAttempts = runName, o.Concurrency, o.MaxRetries+1
 	cfg.MaxSteps, cfg.MaxTries = pol.Config().MaxTurns, 0
 	// The model servers batch; frog sends each request as it comes.
 	cfg.MaxBatch, cfg.InferenceWorkers = 1, o.Concurrency
@@ -231,7 +232,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err := exp.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("export: %w", err))
 	}
-	if err := shards.close(); err != nil {
+	if err := shards.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("export: %w", err))
 	}
 	rep := newRolloutReport(o, ev, pol.Stats(), len(tasks))

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 	"github.com/rs/zerolog"
 )
@@ -162,7 +163,7 @@ func readShardHeads(name string, last bool, p *priorRollout, each func(shardHead
 // cuts it from the shard.
 func setTornAside(f *os.File, name string, off int64, line []byte, p *priorRollout) error {
 	p.Torn = name + ".torn"
-	if err := writeFileAtomic(p.Torn, line); err != nil {
+	if err := run.WriteFileAtomic(p.Torn, line); err != nil {
 		return fmt.Errorf("set the torn last line of %s aside: %w", name, err)
 	}
 	return errors.Join(f.Truncate(off), f.Sync())

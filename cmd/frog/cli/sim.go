@@ -17,6 +17,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
 	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
 	"github.com/frognano/frog/synth/source"
@@ -243,7 +244,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		deps.Harness = tenv.h
 	}
 
-	var dir *runDir
+	var dir *run.Dir
 	if !o.NoDir {
 		path := o.RunDir
 		if path == "" {
@@ -252,9 +253,9 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		if dir, err = createRunDir(path, simReport{Config: *o, Version: version()}.configRecord()); err != nil {
 			return err
 		}
-		defer dir.close()
-		deps.OnUpdate = dir.onUpdate(log)
-		deps.OnCurriculum = dir.onCurriculum(log)
+		defer dir.Close()
+		deps.OnUpdate = dir.OnUpdate(log)
+		deps.OnCurriculum = dir.OnCurriculum(log)
 		log.Info().Str("dir", path).Msg("run directory")
 	}
 

@@ -22,6 +22,7 @@ import (
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
@@ -309,10 +310,10 @@ func (o *trainOptions) loadResume(c *cobra.Command) error {
 // trainReport is what `frog train` prints and writes to summary.json.
 type trainReport struct {
 	actors.Summary
-	Backend     string         `json:"backend"`
-	Evaluations []metricsEvent `json:"evaluations"`
-	Tasks       *taskReport    `json:"tasks,omitempty"`
-	RunDir      string         `json:"run_dir"`
+	Backend     string      `json:"backend"`
+	Evaluations []run.Event `json:"evaluations"`
+	Tasks       *taskReport `json:"tasks,omitempty"`
+	RunDir      string      `json:"run_dir"`
 	// ResumedFrom is the checkpoint this part of the run started from.
 	ResumedFrom string `json:"resumed_from,omitempty"`
 	Interrupted bool   `json:"interrupted"`
@@ -357,7 +358,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	defer dir.close()
+	defer dir.Close()
 	o.Run.Start = start.Progress
 
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
@@ -376,7 +377,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	}
 	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now(),
 		startEpisodes: start.Results, evs: start.Evals}
-	shards, err := newShards(filepath.Join(dir.path, "trajectories"), 5000)
+	shards, err := run.NewShards(filepath.Join(dir.Path(), "trajectories"), 5000)
 	if err != nil {
 		return err
 	}
@@ -396,25 +397,25 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	defer closeRec()
 	deps := actors.Deps{
 		Provider: prov, Learner: pl, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
-		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.onCurriculum(log),
-		Checkpoints: &checkpointDir{dir: filepath.Join(dir.path, "checkpoints"), keep: 3}, TaskPool: start.Pool,
+		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.OnCurriculum(log),
+		Checkpoints: run.NewCheckpoints(filepath.Join(dir.Path(), "checkpoints"), 3), TaskPool: start.Pool,
 	}
 	tr.counters = deps.Counters
 	bar := startBar(g, !o.JSON, o.Run.Episodes, "ep", tr.progress)
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
 	if errors.Is(runErr, actors.ErrCheckpoint) {
-		runErr = errors.Join(runErr, errors.New(savedNote(dir.path)))
+		runErr = errors.Join(runErr, errors.New(savedNote(dir.Path())))
 	}
 	tr.waitEval()
 	if final := sum.Learner.Updates; ctx.Err() == nil && !tr.evaluatedAt(final) {
 		tr.evaluate(context.WithoutCancel(ctx), final, learner.Current())
 	}
-	if err := shards.close(); err != nil {
+	if err := shards.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
 	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.report(),
-		RunDir: dir.path, ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
+		RunDir: dir.Path(), ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
 
@@ -436,12 +437,20 @@ func (o *trainOptions) recording(learner *neural.Learner, log zerolog.Logger) (p
 	}, nil
 }
 
+// resumePoint is where a training run starts: nowhere for a new run; for a
+// resumed one, its checkpoint and the held-out evaluations and baselines
+// its metrics kept.
+type resumePoint struct {
+	run.Loaded
+	Evals []run.Event
+}
+
 // openRunDir makes the run's directory, or reopens a resumed one: it puts
 // the learner and the curriculum back at the newest checkpoint that loads
 // (a checkpoint without the curriculum's state leaves it fresh, with a
 // warning, and returns no pool) and cuts the directory's records back to
-// that checkpoint (cutRunDir).
-func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, log zerolog.Logger) (*runDir, resumePoint, error) {
+// that checkpoint (run.Resume).
+func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, log zerolog.Logger) (*run.Dir, resumePoint, error) {
 	if o.Resume == "" {
 		path := o.RunDir
 		if path == "" {
@@ -459,14 +468,14 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, 
 		log.Info().Str("dir", path).Msg("run directory")
 		return d, resumePoint{}, nil
 	}
-	ck, err := loadCheckpoint(o.Resume)
+	ck, err := run.Load(o.Resume)
 	if err != nil {
 		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume: %w", err)}
 	}
 	for _, why := range ck.Skipped {
 		log.Warn().Str("skipped", why).Str("checkpoint", ck.File).Msg("resuming from the newest checkpoint that loads, not from the one checkpoints/latest names")
 	}
-	if ck.Format == checkpointFormat1 {
+	if ck.Format == run.CheckpointFormat1 {
 		log.Warn().Str("checkpoint", ck.File).Msg("checkpoint of an older frog: its counters are under no checksum, and it holds no episode accounting: the resumed run's episode budget, trajectories and summary count from it")
 		ck.Progress = actors.Progress{Version: ck.Version, Updates: ck.Updates}
 	}
@@ -476,12 +485,7 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, 
 	if err := restoreCurriculum(cur, &ck.Checkpoint, o.Curriculum, log); err != nil {
 		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", ck.File, err)}
 	}
-	os.Remove(filepath.Join(o.Resume, "summary.json")) // the run goes on
-	evals, err := cutRunDir(o.Resume, ck, log)
-	if err != nil {
-		return nil, resumePoint{}, err
-	}
-	d, err := openRunDirAppend(o.Resume)
+	d, evals, err := run.Resume(o.Resume, ck, log)
 	if err != nil {
 		return nil, resumePoint{}, err
 	}
@@ -489,13 +493,13 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, 
 	if e := o.Run.Episodes; e > 0 && ck.Results >= e {
 		log.Warn().Int64("episodes", e).Int64("played", ck.Results).Msg("the run's episode budget is spent: nothing more to play (--episodes sets the whole run's)")
 	}
-	return d, resumePoint{loadedCheckpoint: ck, Evals: evals}, nil
+	return d, resumePoint{Loaded: ck, Evals: evals}, nil
 }
 
 // savedNote names the checkpoint a run that could not store its last ones
 // leaves to be resumed from.
 func savedNote(dir string) string {
-	ck, err := loadCheckpoint(dir)
+	ck, err := run.Load(dir)
 	if err != nil {
 		return fmt.Sprintf("the run has no checkpoint to resume from (%v)", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
+	"github.com/frognano/frog/run"
 )
 
 // `frog train --policy openai`: the curriculum, the task source and the
@@ -94,7 +95,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	defer dir.close()
+	defer dir.Close()
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	shards, err := newShards(filepath.Join(path, "trajectories"), 1000)
+	shards, err := run.NewShards(filepath.Join(path, "trajectories"), 1000)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	var timings openai.Timings
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
-		Counters: new(actors.Counters), OnUpdate: dir.onUpdate(log), OnCurriculum: dir.onCurriculum(log),
+		Counters: new(actors.Counters), OnUpdate: dir.OnUpdate(log), OnCurriculum: dir.OnCurriculum(log),
 		OnEpisode: func(r *actors.EpisodeResult) {
 			if r.Trajectory != nil {
 				timings.Add(r.Trajectory)
@@ -130,7 +131,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	sum, runErr := actors.Run(ctx, o.Run, deps)
 	bar.stop()
 	sink.close()
-	if err := shards.close(); err != nil {
+	if err := shards.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
 	rep := trainLLMReport{Summary: sum, LLM: pol.Stats(), Calls: timings.Summary(), Exported: learner.Exported(), StaleDropped: learner.StaleDropped(),
@@ -159,13 +160,13 @@ type shardSink struct {
 	done chan struct{}
 }
 
-func newShardSink(s *shards, queue int) *shardSink {
+func newShardSink(s *run.Shards, queue int) *shardSink {
 	k := &shardSink{ch: make(chan []openai.Record, queue), done: make(chan struct{})}
 	go func() {
 		defer close(k.done)
 		for recs := range k.ch {
 			for _, r := range recs {
-				s.write(r)
+				s.Write(r)
 			}
 		}
 	}()

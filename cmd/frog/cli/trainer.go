@@ -13,6 +13,7 @@ import (
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/run"
 )
 
 // trainer is what a training run does beside the actors: metrics lines,
@@ -22,12 +23,12 @@ type trainer struct {
 	// not wait for one).
 	ctx     context.Context
 	o       *trainOptions
-	dir     *runDir
+	dir     *run.Dir
 	tenv    *taskEnv
 	prov    env.Provider
 	heldout []actors.EvalTask
 	learner *neural.Learner
-	shards  *shards
+	shards  *run.Shards
 	log     zerolog.Logger
 	// start is when this part of the run started, startEpisodes the
 	// episodes the run had recorded by then (a resumed run's checkpoint's).
@@ -39,23 +40,13 @@ type trainer struct {
 	// recent holds the last 200 rewards, for the live pass rate.
 	mu     sync.Mutex
 	recent []float64
-	evs    []metricsEvent
+	evs    []run.Event
 	evalWG sync.WaitGroup
 	evalOn atomic.Bool
 }
 
-// episodeRecord is an episode's line in trajectories/ (frog train and
-// frog eval --trajectories): what it played and every step it took.
-func episodeRecord(r *actors.EpisodeResult) map[string]any {
-	rec := map[string]any{"episode": r.Episode, "group": r.Group, "task": r.Task.ID, "kind": r.Kind.String(), "attempts": r.Attempts}
-	if tr := r.Trajectory; tr != nil {
-		rec["reward"], rec["tries"], rec["executions"], rec["steps"] = tr.Reward, tr.Tries, tr.Executions, tr.Steps
-	}
-	return rec
-}
-
 func (t *trainer) onEpisode(r *actors.EpisodeResult) {
-	rec := episodeRecord(r)
+	rec := run.EpisodeRecord(r)
 	if tr := r.Trajectory; tr != nil {
 		t.tries.Add(int64(tr.Tries))
 		t.mu.Lock()
@@ -65,7 +56,7 @@ func (t *trainer) onEpisode(r *actors.EpisodeResult) {
 		}
 		t.mu.Unlock()
 	}
-	t.shards.write(rec)
+	t.shards.Write(rec)
 }
 
 func (t *trainer) passRate() float64 {
@@ -83,13 +74,13 @@ func (t *trainer) passRate() float64 {
 
 func (t *trainer) onUpdate(u actors.UpdateRecord) {
 	secs := time.Since(t.start).Seconds()
-	e := updateEvent(u)
+	e := run.UpdateEvent(u)
 	e.TrainPassRate = t.passRate()
 	if secs > 0 && t.counters != nil {
 		e.EpisodesPerSecond = float64(t.counters.Recorded()-t.startEpisodes) / secs
 		e.TriesPerSecond = float64(t.tries.Load()) / secs
 	}
-	if err := t.dir.writeEvent(e); err != nil {
+	if err := t.dir.WriteEvent(e); err != nil {
 		t.log.Error().Err(err).Msg("write metrics.jsonl")
 	}
 	if every := t.o.EvalEvery; every > 0 && u.Update%int64(every) == 0 && len(t.heldout) > 0 && t.evalOn.CompareAndSwap(false, true) {
@@ -146,8 +137,8 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
 		return
 	}
-	e := metricsEvent{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, Elapsed: time.Since(t0).Seconds()}
-	if err := t.dir.writeEvent(e); err != nil {
+	e := run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, Elapsed: time.Since(t0).Seconds()}
+	if err := t.dir.WriteEvent(e); err != nil {
 		t.log.Error().Err(err).Msg("write metrics.jsonl")
 	}
 	t.mu.Lock()
@@ -184,7 +175,7 @@ func (t *trainer) evaluatedAt(update int64) bool {
 }
 
 // lastEval is the newest evaluation of the trained policy.
-func (t *trainer) lastEval() (metricsEvent, bool) {
+func (t *trainer) lastEval() (run.Event, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := len(t.evs) - 1; i >= 0; i-- {
@@ -192,13 +183,13 @@ func (t *trainer) lastEval() (metricsEvent, bool) {
 			return t.evs[i], true
 		}
 	}
-	return metricsEvent{}, false
+	return run.Event{}, false
 }
 
-func (t *trainer) evals() []metricsEvent {
+func (t *trainer) evals() []run.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]metricsEvent(nil), t.evs...)
+	return append([]run.Event(nil), t.evs...)
 }
 
 func (t *trainer) progress() (string, int64) {

@@ -1,4 +1,4 @@
-package cli
+package run
 
 import (
 	"bytes"
@@ -19,24 +19,46 @@ import (
 // written after the checkpoint (by a run killed, or ended by a full disk,
 // before its next one) is made again.
 
-// resumePoint is where a training run starts: nowhere for a new run; for a
-// resumed one, its checkpoint and the held-out evaluations and baselines
-// its metrics kept.
-type resumePoint struct {
-	loadedCheckpoint
-	Evals []metricsEvent
+// Resume reopens the run directory path to continue it from ck, a
+// checkpoint Load found there (the caller has put its learner and
+// curriculum back at ck first, so that a checkpoint it cannot use leaves
+// the directory as it was): it removes summary.json (the run goes on),
+// cuts the directory back to ck (cutBack) and reopens metrics.jsonl to
+// append to. It returns the directory and the held-out evaluations and
+// baselines its metrics kept.
+func Resume(path string, ck Loaded, log zerolog.Logger) (*Dir, []Event, error) {
+	os.Remove(filepath.Join(path, "summary.json")) // the run goes on
+	evals, err := cutBack(path, ck, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := openAppend(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, evals, nil
 }
 
-// cutRunDir cuts a run's metrics.jsonl and trajectories back to the
+// openAppend reopens a run's metrics.jsonl to append to (a resumed run
+// continues its curve, cut back to its checkpoint first: cutBack).
+func openAppend(path string) (*Dir, error) {
+	f, err := openJSONL(filepath.Join(path, "metrics.jsonl"), 0)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	return &Dir{path: path, metrics: f}, nil
+}
+
+// cutBack cuts a run's metrics.jsonl and trajectories back to the
 // checkpoint ck and returns the evaluations kept. A checkpoint of an older
 // frog does not say how many trajectories it had filed: they are left as
 // they are.
-func cutRunDir(dir string, ck loadedCheckpoint, log zerolog.Logger) ([]metricsEvent, error) {
+func cutBack(dir string, ck Loaded, log zerolog.Logger) ([]Event, error) {
 	evals, err := cutMetrics(filepath.Join(dir, "metrics.jsonl"), ck, log)
 	if err != nil {
 		return nil, fmt.Errorf("cut metrics.jsonl back to %s: %w", ck.File, err)
 	}
-	if ck.Format == checkpointFormat1 {
+	if ck.Format == CheckpointFormat1 {
 		return evals, nil
 	}
 	if err := cutTrajectories(filepath.Join(dir, "trajectories"), ck.Results, log); err != nil {
@@ -59,7 +81,7 @@ type metricsKey struct {
 // a version before the checkpoint's (the resumed curriculum records the
 // checkpoint's version itself, as it hears of it), and any line of another
 // kind.
-func (k metricsKey) before(ck loadedCheckpoint) bool {
+func (k metricsKey) before(ck Loaded) bool {
 	switch k.Kind {
 	case "update":
 		return k.Update <= ck.Updates
@@ -75,7 +97,7 @@ func (k metricsKey) before(ck loadedCheckpoint) bool {
 // after the checkpoint and without a torn last line (set aside beside it),
 // and returns the evaluations and baselines kept. Lines that do not parse
 // are kept as they are (readers skip them).
-func cutMetrics(path string, ck loadedCheckpoint, log zerolog.Logger) ([]metricsEvent, error) {
+func cutMetrics(path string, ck Loaded, log zerolog.Logger) ([]Event, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -86,13 +108,13 @@ func cutMetrics(path string, ck loadedCheckpoint, log zerolog.Logger) ([]metrics
 	whole := bytes.LastIndexByte(data, '\n') + 1
 	if tail := data[whole:]; len(tail) > 0 {
 		aside := path + ".torn-" + tornHash(tail)
-		if err := writeFileAtomic(aside, tail); err != nil {
+		if err := WriteFileAtomic(aside, tail); err != nil {
 			return nil, fmt.Errorf("set the torn line aside: %w", err)
 		}
 		log.Warn().Str("file", path).Str("aside", aside).Int("bytes", len(tail)).Msg("metrics.jsonl ends in a torn line: set aside, not appended to")
 	}
 	var kept bytes.Buffer
-	var evals []metricsEvent
+	var evals []Event
 	dropped := 0
 	for rest := data[:whole]; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
@@ -105,14 +127,14 @@ func cutMetrics(path string, ck loadedCheckpoint, log zerolog.Logger) ([]metrics
 		}
 		kept.Write(line)
 		if k.Kind == "eval" || k.Kind == "baseline" {
-			var e metricsEvent
+			var e Event
 			if err := json.Unmarshal(line, &e); err == nil && e.Solved != nil {
 				evals = append(evals, e)
 			}
 		}
 	}
 	if dropped > 0 || whole < len(data) {
-		if err := writeFileAtomic(path, kept.Bytes()); err != nil {
+		if err := WriteFileAtomic(path, kept.Bytes()); err != nil {
 			return nil, err
 		}
 	}

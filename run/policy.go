@@ -1,0 +1,22 @@
+package run
+
+import (
+	"fmt"
+
+	"github.com/frognano/frog/cuda"
+	"github.com/frognano/frog/policy/neural"
+)
+
+// Policy is the neural policy the checkpoint's learner held, computed on
+// the CPU: its network and weights at the checkpoint's version, sampling
+// (set Greedy to take the best option instead). It holds no learner: the
+// one built from the checkpoint is closed before Policy returns.
+func (l Loaded) Policy() (*neural.Policy, error) {
+	lr, err := neural.FromCheckpoint(cuda.NewCPU(), l.Learner)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.File, err)
+	}
+	defer lr.Close()
+	p := *lr.Current()
+	return &p, nil
+}

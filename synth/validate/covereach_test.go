@@ -11,13 +11,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 )
 
 // coverAgreement prepares package pkg of the module in dir (building its
 // coverage binary with frog's TestMain), measures each stable test's
 // coverage in one process and a process a test from that binary, and
 // returns both, by test, and the tests whose blocks differ.
-func coverAgreement(t *testing.T, dir, pkg string) (once, each map[string][]Block, differ []string) {
+func coverAgreement(t *testing.T, dir, pkg string) (once, each map[string][]gotest.Block, differ []string) {
 	t.Helper()
 	ctx := context.Background()
 	v, err := New(dir, sandbox(t), Config{MinTimeout: 2 * time.Second}, zerolog.Nop())
@@ -31,26 +32,26 @@ func coverAgreement(t *testing.T, dir, pkg string) (once, each map[string][]Bloc
 	}
 	t.Logf("%s: %d stable tests, prepared in %v", pkg, len(p.Stable), time.Since(start))
 	start = time.Now()
-	shared, err := coverTests(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+".frog/cover.test", v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, 10*time.Second)
+	shared, err := gotest.CoverTests(ctx, v.sb, v.path(p.Rel), gotest.UpTo(p.Rel)+".frog/cover.test", v.path(".frog/cov"), gotest.UpTo(p.Rel)+".frog/cov", p.Stable, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("one process: %v", time.Since(start))
-	if !slices.ContainsFunc(shared, func(r testCover) bool { return r.Ran && !r.Alone }) {
+	if !slices.ContainsFunc(shared, func(r gotest.TestCover) bool { return r.Ran && !r.Alone }) {
 		t.Fatal("no test measured in one process")
 	}
 	start = time.Now()
-	runs, err := coverEach(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+".frog/cover.test", v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, 10*time.Second)
+	runs, err := gotest.CoverEach(ctx, v.sb, v.path(p.Rel), gotest.UpTo(p.Rel)+".frog/cover.test", v.path(".frog/cov"), gotest.UpTo(p.Rel)+".frog/cov", p.Stable, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("a process a test: %v", time.Since(start))
-	sorted := func(bs []Block) []Block {
+	sorted := func(bs []gotest.Block) []gotest.Block {
 		bs = slices.Clone(bs)
-		slices.SortFunc(bs, func(a, b Block) int { return strings.Compare(a.String(), b.String()) })
+		slices.SortFunc(bs, func(a, b gotest.Block) int { return strings.Compare(a.String(), b.String()) })
 		return bs
 	}
-	once, each = map[string][]Block{}, map[string][]Block{}
+	once, each = map[string][]gotest.Block{}, map[string][]gotest.Block{}
 	for i, test := range p.Stable {
 		if !runs[i].Ran || runs[i].Exit != 0 || !runs[i].Profiled {
 			t.Errorf("%s: alone it did not pass with a profile: %+v", test, runs[i])
@@ -174,7 +175,7 @@ func TestI(t *testing.T) { H(0) }
 	}
 }
 
-func lines(bs []Block) []int {
+func lines(bs []gotest.Block) []int {
 	var out []int
 	for _, b := range bs {
 		for l := b.StartLine; l <= b.EndLine; l++ {
@@ -208,10 +209,10 @@ func TestCoverTestsFallsBack(t *testing.T) {
 	} {
 		task := &env.Task{ID: c.pkg, File: c.file, TestCmd: []string{"go", "test", "./" + c.pkg}}
 		r, err := h.buildCover(ctx, sb, env.NewWorkspace(task))
-		if err != nil || r.exit != 0 {
-			t.Fatalf("%s: build: %v %s", c.pkg, err, r.out)
+		if err != nil || r.Exit != 0 {
+			t.Fatalf("%s: build: %v %s", c.pkg, err, r.Out)
 		}
-		runs, err := coverTests(ctx, sb, c.pkg, "../"+coverBin, ".frog/cov", "../.frog/cov", c.tests, 10*time.Second)
+		runs, err := gotest.CoverTests(ctx, sb, c.pkg, "../"+coverBin, ".frog/cov", "../.frog/cov", c.tests, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +228,7 @@ func TestCoverTestsFallsBack(t *testing.T) {
 				t.Errorf("%s %s: covers lines %v, want %v", c.pkg, test, lines(run.Blocks), want)
 			}
 		}
-		once, started, err := coverOnce(ctx, sb, c.pkg, "../"+coverBin, ".frog/cov", "../.frog/cov", c.tests, 10*time.Second)
+		once, started, err := gotest.CoverOnce(ctx, sb, c.pkg, "../"+coverBin, ".frog/cov", "../.frog/cov", c.tests, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

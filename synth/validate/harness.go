@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/mutate"
 )
@@ -353,10 +354,10 @@ func (h *Harness) RunTests(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 		// before (any task's) runs its binary; where a binary died, go test
 		// says what happened, as in Check.
 		tr, ok, err := h.checkedRun(ctx, sb, ws, tests, h.cfg.TestTimeout)
-		if err == nil && (!ok || tr.died || tr.unfinished) {
+		if err == nil && (!ok || tr.Died || tr.Unfinished) {
 			tr, ok, err = h.sharedRun(ctx, sb, t, ws.Changed(), tests, h.cfg.TestTimeout)
 		}
-		if err == nil && (!ok || tr.died || tr.unfinished) {
+		if err == nil && (!ok || tr.Died || tr.Unfinished) {
 			tr, err = h.goTestRun(ctx, sb, t, tests, h.cfg.TestTimeout)
 		}
 		if err != nil {
@@ -378,17 +379,17 @@ func checkTestNames(tests []string) error {
 }
 
 // report turns a go test run into the agent's test report.
-func report(tr testRun, dir string) env.TestReport {
-	rep := env.TestReport{Built: tr.built, TimedOut: tr.timedOut}
-	if !tr.built {
-		rep.BuildOutput = strings.TrimSpace(tr.text)
+func report(tr gotest.Run, dir string) env.TestReport {
+	rep := env.TestReport{Built: tr.Built, TimedOut: tr.TimedOut}
+	if !tr.Built {
+		rep.BuildOutput = strings.TrimSpace(tr.Text)
 		if rep.BuildOutput == "" {
-			rep.BuildOutput = strings.TrimSpace(tr.raw)
+			rep.BuildOutput = strings.TrimSpace(tr.Raw)
 		}
 		return rep
 	}
 	add := func(name string, st env.TestStatus, out string) {
-		res := env.TestResult{Name: name, Status: st, Seconds: tr.elapsed[name].Seconds()}
+		res := env.TestResult{Name: name, Status: st, Seconds: tr.Elapsed[name].Seconds()}
 		if st != env.TestPass && st != env.TestSkip {
 			res.Message, res.File, res.Line, res.Frames = failure(out, dir)
 			if strings.Contains(out, "panic: test timed out") {
@@ -404,11 +405,11 @@ func report(tr testRun, dir string) env.TestReport {
 			rep.Failed++
 		}
 	}
-	for _, n := range tr.passed {
+	for _, n := range tr.Passed {
 		add(n, env.TestPass, "")
 	}
-	for _, n := range tr.failed {
-		add(n, env.TestFail, tr.output[n])
+	for _, n := range tr.Failed {
+		add(n, env.TestFail, tr.Output[n])
 	}
 	return rep
 }
@@ -475,7 +476,7 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 	}
 	return cached(h, okey("cover", t.ID, ws.Hash(), strings.Join(tests, ",")), func() (env.CoverageReport, int, error) {
 		dir := t.Dir()
-		bin := upTo(dir) + coverBin
+		bin := gotest.UpTo(dir) + coverBin
 		if p, ok := h.checkedCoverBin(ctx, sb, ws); ok {
 			bin = p // built by the task's check
 		} else {
@@ -483,13 +484,13 @@ func (h *Harness) Coverage(ctx context.Context, sb env.Sandbox, ws *env.Workspac
 			if err != nil {
 				return env.CoverageReport{}, 0, err
 			}
-			if r.exit != 0 {
-				return env.CoverageReport{}, 0, fmt.Errorf("the tests do not build with coverage: %s", firstLines(string(r.out), 8))
+			if r.Exit != 0 {
+				return env.CoverageReport{}, 0, fmt.Errorf("the tests do not build with coverage: %s", gotest.FirstLines(string(r.Out), 8))
 			}
 		}
 		rep := env.CoverageReport{Tests: map[string][]int{}, Passed: map[string]bool{}}
 		index := map[env.Block]int{}
-		runs, err := coverTests(ctx, sb, dir, bin, ".frog/cov", upTo(dir)+".frog/cov", tests, h.cfg.TestTimeout)
+		runs, err := gotest.CoverTests(ctx, sb, dir, bin, ".frog/cov", gotest.UpTo(dir)+".frog/cov", tests, h.cfg.TestTimeout)
 		if err != nil {
 			return env.CoverageReport{}, 0, err
 		}
@@ -635,21 +636,21 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 		if err != nil {
 			return nil, err
 		}
-		sf := pkg.files[f]
+		sf := pkg.Files[f]
 		if sf == nil {
 			continue
 		}
 		surprise := map[int]float64{}
-		for _, r := range mutate.Repairs(pkg.fset, sf.file, sf.src, pkg.info, byFile[f]) {
+		for _, r := range mutate.Repairs(pkg.Fset, sf.AST, sf.Src, pkg.info, byFile[f]) {
 			l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}
 			s, ok := surprise[l.Line]
 			if !ok {
-				s = lm.Surprise(sf.src, l.Line)
+				s = lm.Surprise(sf.Src, l.Line)
 				surprise[l.Line] = s
 			}
 			perLine[l] = append(perLine[l], env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
 				Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: slices.Clone(r.Edits), Affinity: r.Affinity, Local: r.Local,
-				Natural: lm.Delta(sf.src, r.Edits), Surprise: s})
+				Natural: lm.Delta(sf.Src, r.Edits), Surprise: s})
 		}
 	}
 	var out []env.Candidate
@@ -752,7 +753,7 @@ func firstHit(lo, hi int, lines []int) int {
 // typedPackage is one package of a workspace, parsed and (best effort)
 // type-checked.
 type typedPackage struct {
-	*pkgSource
+	*gotest.Package
 	info *types.Info
 }
 
@@ -786,33 +787,33 @@ func loadPackage(tmpl string, ws *env.Workspace, dir string) (*typedPackage, err
 		return nil, err
 	}
 	var asts []*ast.File
-	for _, n := range slices.Sorted(maps.Keys(ps.files)) {
-		asts = append(asts, ps.files[n].file)
+	for _, n := range slices.Sorted(maps.Keys(ps.Files)) {
+		asts = append(asts, ps.Files[n].AST)
 	}
-	info, _ := mutate.Check(ps.fset, dir, asts, importer.Default())
-	return &typedPackage{pkgSource: ps, info: info}, nil
+	info, _ := mutate.Check(ps.Fset, dir, asts, importer.Default())
+	return &typedPackage{Package: ps, info: info}, nil
 }
 
 // parseSources parses a package's non-test files from memory (paths module
 // relative, all in dir); a file that does not parse is the agent's mistake.
-func parseSources(dir string, files map[string][]byte) (*pkgSource, error) {
-	ps := &pkgSource{dir: strings.TrimPrefix(path.Clean(dir), "./"), fset: token.NewFileSet(), files: map[string]*srcFile{}}
-	if ps.dir == "" {
-		ps.dir = "."
+func parseSources(dir string, files map[string][]byte) (*gotest.Package, error) {
+	ps := &gotest.Package{Dir: strings.TrimPrefix(path.Clean(dir), "./"), Fset: token.NewFileSet(), Files: map[string]*gotest.File{}}
+	if ps.Dir == "" {
+		ps.Dir = "."
 	}
 	for _, r := range slices.Sorted(maps.Keys(files)) {
 		src := files[r]
-		f, err := parser.ParseFile(ps.fset, r, src, parser.ParseComments)
+		f, err := parser.ParseFile(ps.Fset, r, src, parser.ParseComments)
 		if err != nil {
 			return nil, fmt.Errorf("%s does not parse: %v", r, err)
 		}
-		if ps.name == "" || ps.name == "main" {
-			ps.name = f.Name.Name
+		if ps.Name == "" || ps.Name == "main" {
+			ps.Name = f.Name.Name
 		}
-		ps.files[r] = &srcFile{src: src, file: f, tf: ps.fset.File(f.Pos()), uses: importUses(f)}
-		ps.lines += strings.Count(string(src), "\n")
+		ps.Files[r] = &gotest.File{Src: src, AST: f, Tok: ps.Fset.File(f.Pos()), Uses: gotest.ImportUses(f)}
+		ps.Lines += strings.Count(string(src), "\n")
 	}
-	if len(ps.files) == 0 {
+	if len(ps.Files) == 0 {
 		return nil, fmt.Errorf("no Go files in %s", dir)
 	}
 	return ps, nil
@@ -1078,8 +1079,8 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 	live := map[int]bool{}
 	for _, c := range list {
 		// A candidate that does not parse would only break the build.
-		sf := pkg.files[c.File]
-		edited, err := env.Splice(sf.srcOrNil(), c.Edits)
+		sf := pkg.Files[c.File]
+		edited, err := env.Splice(sf.SrcOrNil(), c.Edits)
 		if sf == nil || err != nil {
 			s.Bad[c.ID] = true
 			continue
@@ -1091,24 +1092,24 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 		live[c.ID] = true
 	}
 	for attempt := 0; ; attempt++ {
-		var muts []schemaMutant
+		var muts []gotest.Mutant
 		for _, c := range list {
 			if live[c.ID] {
-				muts = append(muts, schemaMutant{id: c.ID + 1, file: c.File, edits: slices.Clone(c.Edits)})
+				muts = append(muts, gotest.Mutant{ID: c.ID + 1, File: c.File, Edits: slices.Clone(c.Edits)})
 			}
 		}
 		if len(muts) == 0 {
 			break
 		}
-		sc, bad := pkg.build(muts)
+		sc, bad := pkg.Build(muts)
 		for id := range bad {
 			s.Bad[id-1], live[id-1] = true, false
 		}
 		if len(bad) > 0 {
 			continue
 		}
-		s.Serve = addServeMain(sc, tmpl, t.Dir(), pkg.name)
-		ov, err := writeOverlayTo(ctx, sb, sc)
+		s.Serve = addServeMain(sc, tmpl, t.Dir(), pkg.Name)
+		ov, err := gotest.WriteOverlay(ctx, sb, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -1119,10 +1120,10 @@ func (h *Harness) schemaFor(ctx context.Context, sb env.Sandbox, ws *env.Workspa
 		if err != nil {
 			return nil, err
 		}
-		if r.exit == 0 && !r.timedOut {
+		if r.Exit == 0 && !r.TimedOut {
 			break
 		}
-		blamed, unexplained := attribute(sc, string(r.out))
+		blamed, unexplained := gotest.Attribute(sc, string(r.Out))
 		if unexplained || attempt >= 4 {
 			for id := range live {
 				if live[id] {
@@ -1155,26 +1156,26 @@ func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s 
 	env1 := append([]string{"FROG_MUTANT=" + strconv.Itoa(id+1)}, procs...)
 	bin := s.bin
 	if !filepath.IsAbs(bin) {
-		bin = upTo(s.dir) + bin
+		bin = gotest.UpTo(s.dir) + bin
 	}
 	runs := 0
-	run := func(tests []string, serve bool) (testRun, bool, error) {
+	run := func(tests []string, serve bool) (gotest.Run, bool, error) {
 		runs++
-		r, served, err := runResult{}, false, error(nil)
+		r, served, err := gotest.Result{}, false, error(nil)
 		if serve {
 			r, served, err = h.served(ctx, sb, s, bin, procs, id+1, tests, limit)
 		}
 		if !served && err == nil {
-			r, err = runIn(ctx, sb, s.dir, bin, env1, limit+time.Second,
-				"-test.v=test2json", "-test.count=1", "-test.timeout", limit.String(), "-test.run", runRegexp(tests))
+			r, err = gotest.RunIn(ctx, sb, s.dir, bin, env1, limit+time.Second,
+				"-test.v=test2json", "-test.count=1", "-test.timeout", limit.String(), "-test.run", gotest.RunRegexp(tests))
 		}
 		if err != nil {
-			return testRun{}, served, err
+			return gotest.Run{}, served, err
 		}
-		tr := parseChatty(r)
-		if tr.timedOut {
+		tr := gotest.ParseChatty(r)
+		if tr.TimedOut {
 			h.st.timedOut.Add(1)
-			h.st.spent("try-timed-out", r.wall)
+			h.st.spent("try-timed-out", r.Wall)
 		}
 		return tr, served, nil
 	}
@@ -1201,10 +1202,10 @@ func (h *Harness) trySchema(ctx context.Context, sb env.Sandbox, t *env.Task, s 
 	return env.TryResult{Built: true, Failing: failing, AllPass: len(failing) == 0}, runs, nil
 }
 
-func notPassed(tests []string, tr testRun) []string {
+func notPassed(tests []string, tr gotest.Run) []string {
 	var out []string
 	for _, t := range tests {
-		if !slices.Contains(tr.passed, t) {
+		if !slices.Contains(tr.Passed, t) {
 			out = append(out, t)
 		}
 	}
@@ -1235,7 +1236,7 @@ func (h *Harness) tryReal(ctx context.Context, sb env.Sandbox, ws *env.Workspace
 	if err != nil {
 		return env.TryResult{}, 0, err
 	}
-	if !tr.built {
+	if !tr.Built {
 		return env.TryResult{Built: false, Failing: t.Tests()}, 1, nil
 	}
 	failing := notPassed(t.Tests(), tr)
@@ -1308,65 +1309,13 @@ func packageName(src []byte) string {
 }
 
 // goCmd runs the go command at the workspace root of sb, offline.
-func (h *Harness) goCmd(ctx context.Context, sb env.Sandbox, timeout time.Duration, args ...string) (runResult, error) {
+func (h *Harness) goCmd(ctx context.Context, sb env.Sandbox, timeout time.Duration, args ...string) (gotest.Result, error) {
 	var b strings.Builder
 	b.WriteString("exec env")
-	for _, a := range slices.Concat(goEnv, []string{"go"}, args) {
-		b.WriteString(" " + shellQuote(a))
+	for _, a := range slices.Concat(gotest.Env, []string{"go"}, args) {
+		b.WriteString(" " + gotest.ShellQuote(a))
 	}
-	return execIn(ctx, sb, timeout, "sh", "-c", b.String())
-}
-
-// runIn runs binary bin (relative to dir) in the workspace directory dir
-// with extra environment variables.
-func runIn(ctx context.Context, sb env.Sandbox, dir, bin string, vars []string, timeout time.Duration, args ...string) (runResult, error) {
-	r, err := sb.Exec(ctx, env.ExecOptions{Cmd: append([]string{bin}, args...), Dir: dir, Env: vars, Timeout: timeout, MaxOutput: maxOutput})
-	if err != nil {
-		return runResult{}, err
-	}
-	return execResult(r), nil
-}
-
-func execIn(ctx context.Context, sb env.Sandbox, timeout time.Duration, argv ...string) (runResult, error) {
-	r, err := sb.Exec(ctx, env.ExecOptions{Cmd: argv, Timeout: timeout, MaxOutput: maxOutput})
-	if err != nil {
-		return runResult{}, err
-	}
-	return execResult(r), nil
-}
-
-func execResult(r env.ExecResult) runResult {
-	res := runResult{exit: r.ExitCode, out: append(r.Stdout, r.Stderr...), timedOut: r.TimedOut, wall: r.Duration}
-	if r.TimedOut {
-		res.exit = -1
-	}
-	return res
-}
-
-// writeOverlayTo writes a schema's files and its overlay file into sb.
-func writeOverlayTo(ctx context.Context, sb env.Sandbox, sc *schema) (string, error) {
-	const dir = ".frog/ov"
-	replace := map[string]string{}
-	for rel, data := range sc.files {
-		dst := path.Join(dir, rel)
-		if err := sb.WriteFile(ctx, dst, data); err != nil {
-			return "", fmt.Errorf("write schema: %w", err)
-		}
-		replace[rel] = dst
-	}
-	data, err := json.Marshal(map[string]map[string]string{"Replace": replace})
-	if err != nil {
-		return "", err
-	}
-	ov := dir + ".json"
-	return ov, sb.WriteFile(ctx, ov, data)
-}
-
-func (sf *srcFile) srcOrNil() []byte {
-	if sf == nil {
-		return nil
-	}
-	return sf.src
+	return gotest.ExecIn(ctx, sb, timeout, "sh", "-c", b.String())
 }
 
 // hostCoverBin is where the coverage test binary of task t's starting
@@ -1420,10 +1369,10 @@ func (h *Harness) templateKey(ctx context.Context, t *env.Task) (string, bool) {
 // not build (and builds nothing) and no binary where binaries cannot be
 // shared or the tests do not build with -cover: the caller then runs go
 // test.
-func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (testRun, string, error) {
+func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (gotest.Run, string, error) {
 	hostBin := h.hostCoverBin(ctx, sb, t)
 	if hostBin == "" {
-		return testRun{}, "", nil
+		return gotest.Run{}, "", nil
 	}
 	dir := t.Dir()
 	bin, found := "", false
@@ -1432,17 +1381,17 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 	}
 	if !found {
 		r, err := h.buildCover(ctx, sb, env.NewWorkspace(t))
-		if err != nil || r.exit != 0 || r.timedOut {
-			return testRun{}, "", err
+		if err != nil || r.Exit != 0 || r.TimedOut {
+			return gotest.Run{}, "", err
 		}
-		bin = upTo(dir) + coverBin
+		bin = gotest.UpTo(dir) + coverBin
 	}
 	tr, err := h.runBinary(ctx, sb, dir, bin, t.Tests(), h.cfg.TestTimeout)
 	if err != nil {
-		return testRun{}, "", err
+		return gotest.Run{}, "", err
 	}
-	if tr.died || tr.unfinished {
-		return testRun{}, "", nil // let go test say what happened
+	if tr.Died || tr.Unfinished {
+		return gotest.Run{}, "", nil // let go test say what happened
 	}
 	if found {
 		return tr, bin, nil
@@ -1458,26 +1407,26 @@ func (h *Harness) checkBug(ctx context.Context, sb env.Sandbox, t *env.Task) (te
 // is linked without its symbol table and DWARF (-s -w), as the schema and
 // coverage binaries are: a panic's trace keeps its functions and lines, and
 // the link costs about a fifth less.
-func (h *Harness) goTestRun(ctx context.Context, sb env.Sandbox, t *env.Task, tests []string, limit time.Duration, extra ...string) (testRun, error) {
+func (h *Harness) goTestRun(ctx context.Context, sb env.Sandbox, t *env.Task, tests []string, limit time.Duration, extra ...string) (gotest.Run, error) {
 	h.st.goTests.Add(1)
 	args := []string{"test", "-json", "-count=1", "-vet=off", "-ldflags=-s -w", "-timeout", limit.String()}
-	args = append(append(args, extra...), "-run", runRegexp(tests), "./"+t.Dir())
+	args = append(append(args, extra...), "-run", gotest.RunRegexp(tests), "./"+t.Dir())
 	r, err := h.goCmd(ctx, sb, limit+h.cfg.BuildTimeout, args...)
 	if err != nil {
-		return testRun{}, err
+		return gotest.Run{}, err
 	}
-	return parseTestJSON(r), nil
+	return gotest.ParseJSON(r), nil
 }
 
 // runBinary runs the named tests from test binary bin (as seen from dir)
 // in directory dir of sb, within limit, as go test's -json reports them;
 // extra test flags come after chattyArgs' and override them.
-func (h *Harness) runBinary(ctx context.Context, sb env.Sandbox, dir, bin string, tests []string, limit time.Duration, extra ...string) (testRun, error) {
-	r, err := runIn(ctx, sb, dir, bin, nil, limit+time.Second, append(chattyArgs(limit, tests), extra...)...)
+func (h *Harness) runBinary(ctx context.Context, sb env.Sandbox, dir, bin string, tests []string, limit time.Duration, extra ...string) (gotest.Run, error) {
+	r, err := gotest.RunIn(ctx, sb, dir, bin, nil, limit+time.Second, append(gotest.ChattyArgs(limit, tests), extra...)...)
 	if err != nil {
-		return testRun{}, err
+		return gotest.Run{}, err
 	}
-	return parseChatty(r), nil
+	return gotest.ParseChatty(r), nil
 }
 
 // flaky runs the FAIL_TO_PASS tests of task t with the bug FlakeRuns
@@ -1491,7 +1440,7 @@ func (h *Harness) flaky(ctx context.Context, sb env.Sandbox, t *env.Task, bin st
 		return nil, 0, nil
 	}
 	limit, count := h.cfg.TestTimeout, strconv.Itoa(n)
-	var tr testRun
+	var tr gotest.Run
 	var err error
 	if bin != "" {
 		tr, err = h.runBinary(ctx, sb, t.Dir(), bin, t.FailToPass, limit, "-test.count="+count)
@@ -1503,7 +1452,7 @@ func (h *Harness) flaky(ctx context.Context, sb env.Sandbox, t *env.Task, bin st
 	}
 	var out []string
 	for _, name := range t.FailToPass {
-		if slices.Contains(tr.passed, name) {
+		if slices.Contains(tr.Passed, name) {
 			out = append(out, name)
 		}
 	}
@@ -1513,10 +1462,10 @@ func (h *Harness) flaky(ctx context.Context, sb env.Sandbox, t *env.Task, bin st
 // checkedRun runs the named tests from the coverage binary of the task's
 // check, when ws is the task's starting state and the binary is shared
 // (checkedCoverBin); ok is false when it is not.
-func (h *Harness) checkedRun(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string, limit time.Duration) (tr testRun, ok bool, err error) {
+func (h *Harness) checkedRun(ctx context.Context, sb env.Sandbox, ws *env.Workspace, tests []string, limit time.Duration) (tr gotest.Run, ok bool, err error) {
 	bin, ok := h.checkedCoverBin(ctx, sb, ws)
 	if !ok {
-		return testRun{}, false, nil
+		return gotest.Run{}, false, nil
 	}
 	tr, err = h.runBinary(ctx, sb, ws.Task.Dir(), bin, tests, limit)
 	return tr, err == nil, err
@@ -1529,7 +1478,7 @@ const coverBin = ".frog/cover.test"
 // buildCover builds the coverage test binary of ws's package at
 // coverBin, with frog's TestMain (coverTests) unless the package has its
 // own.
-func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (runResult, error) {
+func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (gotest.Result, error) {
 	defer func(start time.Time) { h.st.spent("cover-build", time.Since(start)) }(time.Now())
 	h.st.coverBuilds.Add(1)
 	pkg := ""
@@ -1537,8 +1486,8 @@ func (h *Harness) buildCover(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 		pkg = packageName(src)
 	}
 	write := func(rel string, data []byte) error { return sb.WriteFile(ctx, rel, data) }
-	goCmd := func(args ...string) (runResult, error) { return h.goCmd(ctx, sb, h.cfg.BuildTimeout, args...) }
-	return buildCoverBinary(write, goCmd, "./"+ws.Task.Dir(), pkg, coverBin)
+	goCmd := func(args ...string) (gotest.Result, error) { return h.goCmd(ctx, sb, h.cfg.BuildTimeout, args...) }
+	return gotest.BuildCoverBinary(write, goCmd, "./"+ws.Task.Dir(), pkg, coverBin)
 }
 
 // checkCoverage measures the coverage of task t's starting state into
@@ -1581,31 +1530,31 @@ func (h *Harness) checkCoverage(ctx context.Context, sb env.Sandbox, t *env.Task
 // sandbox of its own.
 func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
 	t := task
-	run := func() (testRun, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }
+	run := func() (gotest.Run, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }
 	bad, bin, err := h.checkBug(ctx, sb, t)
 	if err != nil {
 		return err
 	}
-	if !bad.built {
+	if !bad.Built {
 		if bad, err = run(); err != nil {
 			return err
 		}
 	}
 	// The run with the bug is what every episode's first run_tests and an
 	// unchanged workspace's verdict would find: remember both.
-	if bad.built {
+	if bad.Built {
 		h.cache.put(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash, report(bad, t.Dir()))
 		h.cache.put(okey("verdict", t.ID, "").hash, env.Verdict{Pass: passed(t.Tests(), bad)})
 	}
 	var problems []string
 	switch {
-	case !bad.built:
-		problems = append(problems, "with the bug, the tests do not build: "+firstLines(bad.text, 3))
+	case !bad.Built:
+		problems = append(problems, "with the bug, the tests do not build: "+gotest.FirstLines(bad.Text, 3))
 	default:
-		if p := without(t.FailToPass, bad.failed); len(p) > 0 {
+		if p := without(t.FailToPass, bad.Failed); len(p) > 0 {
 			problems = append(problems, "with the bug, FAIL_TO_PASS tests did not fail: "+strings.Join(p, " "))
 		}
-		if p := without(t.PassToPass, bad.passed); len(p) > 0 {
+		if p := without(t.PassToPass, bad.Passed); len(p) > 0 {
 			problems = append(problems, "with the bug, PASS_TO_PASS tests did not pass: "+strings.Join(p, " "))
 		}
 		if len(problems) == 0 {
@@ -1640,14 +1589,14 @@ func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fix
 	if err != nil {
 		return err
 	}
-	if p := without(t.Tests(), good.passed); len(p) > 0 {
+	if p := without(t.Tests(), good.Passed); len(p) > 0 {
 		problems = append(problems, "with the gold patch, tests did not pass: "+strings.Join(p, " "))
 	} else if suspect != "" {
 		problems = append(problems, "with the gold patch, the verdict's checks do not hold: "+suspect)
 	} else {
 		var took time.Duration
 		for _, name := range t.Tests() {
-			took += good.elapsed[name]
+			took += good.Elapsed[name]
 		}
 		h.goldTime.Store(t.ID, took)
 	}

@@ -17,19 +17,11 @@
 // its workers stop when ctx is cancelled, and Close closes their sandboxes.
 // BenchGremlins measures it against gremlins (`frog bench synth`).
 //
-// Workspaces is the env.Workspaces of real tasks: one template per task,
-// the module at its version with the task's bug applied, made once per task
-// and machine and checked against the hashes recorded when it was made
-// before each use (integrity.go). Quarantine checks each real task once,
-// before any episode plays it, in a sandbox of the run's own provider, and
-// sets aside a task that does not hold up; its Source wraps a task source
-// with that check (synth.Wrap). Rechecker re-validates stored tasks against
-// their modules the way `frog synth verify` does. Workspaces and Quarantine
-// are safe for concurrent use; their calls block while they prepare or
-// check, and honour ctx. A Rechecker is used by one goroutine at a time
-// (its sandbox's rule).
+// Rechecker re-validates stored tasks against their modules the way `frog
+// synth verify` does; it is used by one goroutine at a time (its sandbox's
+// rule). The workspaces episodes play in and the check of a task before it
+// is served (Workspaces, Quarantine) are gotask's.
 //
 // Nothing here is committed to the repository: fetched modules live in the
-// module cache and in a work directory the caller owns, templates under
-// DefaultWorkspaceRoot.
+// module cache and in a work directory the caller owns.
 package source

@@ -1,4 +1,4 @@
-package validate
+package gotask
 
 import (
 	"context"
@@ -399,4 +399,15 @@ func (h *Harness) packageOf(ctx context.Context, t *env.Task) (string, error) {
 		return "", env.Infra(fmt.Errorf("task %s: the package of %s: %v", t.ID, t.Dir(), err))
 	}
 	return bp.Name, nil
+}
+
+// without is a less b.
+func without(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

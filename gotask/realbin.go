@@ -1,4 +1,4 @@
-package validate
+package gotask
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // tree judged; only whose sandbox built it changes.
 
 // moduleDirs is what names a tree by its content: the module as it was
-// published (synth/source.Workspaces has it).
+// published (Workspaces has it).
 type moduleDirs interface {
 	ModuleDir(ctx context.Context, t *env.Task) (string, error)
 }

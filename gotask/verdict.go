@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path"
@@ -401,13 +403,44 @@ func (h *Harness) packageOf(ctx context.Context, t *env.Task) (string, error) {
 	return bp.Name, nil
 }
 
-// without is a less b.
-func without(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, x)
+// restoreTests writes back, from the task's template, every test file,
+// testdata file and go.mod or go.sum the episode changed, and empties the test files it added
+// (a Go file that is empty but for nothing is a build error, so they get a
+// package clause and nothing else).
+func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (map[string][]byte, error) {
+	var tmpl string
+	restored := map[string][]byte{}
+	for _, f := range ws.Files() {
+		if !restoredFile(f) {
+			continue
 		}
+		if tmpl == "" {
+			var err error
+			if tmpl, err = h.ws.Template(ctx, ws.Task); err != nil {
+				return nil, env.Infra(err)
+			}
+		}
+		orig, err := os.ReadFile(filepath.Join(tmpl, filepath.FromSlash(f)))
+		switch {
+		case errors.Is(err, os.ErrNotExist) && strings.HasSuffix(f, ".go"):
+			orig = []byte("package " + packageName(ws.Changed()[f]) + "\n")
+		case errors.Is(err, os.ErrNotExist):
+			orig = nil
+		case err != nil:
+			return nil, env.Infra(err)
+		}
+		if err := sb.WriteFile(ctx, f, orig); err != nil {
+			return nil, err
+		}
+		restored[f] = orig
 	}
-	return out
+	return restored, nil
+}
+
+func packageName(src []byte) string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.PackageClauseOnly)
+	if err != nil {
+		return "main"
+	}
+	return f.Name.Name
 }

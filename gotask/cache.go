@@ -135,7 +135,7 @@ func key(parts ...string) string {
 }
 
 // templateHashes is what a Workspaces says of a template's content
-// (synth/source checks it against what it recorded when it made it).
+// (Workspaces checks it against what it recorded when it made it).
 type templateHashes interface {
 	TemplateHash(ctx context.Context, t *env.Task) (string, error)
 }

@@ -15,6 +15,92 @@ import (
 	"github.com/frognano/frog/synth"
 )
 
+// Check verifies, in sb laid out with task's workspace, that the task holds
+// up: with the bug its FAIL_TO_PASS tests fail and its PASS_TO_PASS tests
+// pass, and with fixed (the files of its gold patch) written over it every
+// deciding test passes. A task that does not gives an error wrapping
+// synth.ErrQuarantined that says which tests did what. On the way it
+// measures the starting state's coverage into the outcome cache (what
+// every episode asks first). sb is left with the fix written: use a
+// sandbox of its own.
+func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
+	t := task
+	run := func() (gotest.Run, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }
+	bad, bin, err := h.checkBug(ctx, sb, t)
+	if err != nil {
+		return err
+	}
+	if !bad.Built {
+		if bad, err = run(); err != nil {
+			return err
+		}
+	}
+	// The run with the bug is what every episode's first run_tests and an
+	// unchanged workspace's verdict would find: remember both.
+	if bad.Built {
+		h.cache.put(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash, report(bad, t.Dir()))
+		h.cache.put(okey("verdict", t.ID, "").hash, env.Verdict{Pass: passed(t.Tests(), bad)})
+	}
+	var problems []string
+	switch {
+	case !bad.Built:
+		problems = append(problems, "with the bug, the tests do not build: "+gotest.FirstLines(bad.Text, 3))
+	default:
+		if p := without(t.FailToPass, bad.Failed); len(p) > 0 {
+			problems = append(problems, "with the bug, FAIL_TO_PASS tests did not fail: "+strings.Join(p, " "))
+		}
+		if p := without(t.PassToPass, bad.Passed); len(p) > 0 {
+			problems = append(problems, "with the bug, PASS_TO_PASS tests did not pass: "+strings.Join(p, " "))
+		}
+		if len(problems) == 0 {
+			flaky, n, err := h.flaky(ctx, sb, t, bin)
+			if err != nil {
+				return err
+			}
+			if len(flaky) > 0 {
+				problems = append(problems, fmt.Sprintf("with the bug, FAIL_TO_PASS tests failed once and passed in some of %d runs more (flaky): %s", n, strings.Join(flaky, " ")))
+			}
+		}
+	}
+	// Every episode of the task starts by measuring its coverage (the
+	// baselines do): measured here, it is an answer in the outcome cache
+	// when they ask, instead of one computation the first episodes of a
+	// group all wait for, a core idle meanwhile. Checks run side by side.
+	if len(problems) == 0 {
+		if err := h.checkCoverage(ctx, sb, t); err != nil {
+			return err
+		}
+	}
+	for f, data := range fixed {
+		if err := sb.WriteFile(ctx, f, data); err != nil {
+			return err
+		}
+	}
+	// The gold tree is often every sibling task's gold tree too (the
+	// module as published): its binary is shared by content. It is judged
+	// as a verdict judges the tree, canaries and all: a task whose gold
+	// fix would not be rewarded is no task.
+	good, suspect, err := h.judgedRun(ctx, sb, t, fixed, t.Tests(), h.cfg.TestTimeout)
+	if err != nil {
+		return err
+	}
+	if p := without(t.Tests(), good.Passed); len(p) > 0 {
+		problems = append(problems, "with the gold patch, tests did not pass: "+strings.Join(p, " "))
+	} else if suspect != "" {
+		problems = append(problems, "with the gold patch, the verdict's checks do not hold: "+suspect)
+	} else {
+		var took time.Duration
+		for _, name := range t.Tests() {
+			took += good.Elapsed[name]
+		}
+		h.goldTime.Store(t.ID, took)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("task %s: %w: %s", t.ID, synth.ErrQuarantined, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
 // checkBug runs the deciding tests of task t with the bug from the
 // package's coverage test binary, built here and shared (hostCoverBin):
 // every episode's first coverage then runs it instead of building it, so a
@@ -113,92 +199,6 @@ func (h *Harness) checkCoverage(ctx context.Context, sb env.Sandbox, t *env.Task
 		if data, err := json.Marshal(rep); err == nil {
 			writeShared(h.cfg.BinCache, hostBin+".cover.json", data, 0o444)
 		}
-	}
-	return nil
-}
-
-// Check verifies, in sb laid out with task's workspace, that the task holds
-// up: with the bug its FAIL_TO_PASS tests fail and its PASS_TO_PASS tests
-// pass, and with fixed (the files of its gold patch) written over it every
-// deciding test passes. A task that does not gives an error wrapping
-// synth.ErrQuarantined that says which tests did what. On the way it
-// measures the starting state's coverage into the outcome cache (what
-// every episode asks first). sb is left with the fix written: use a
-// sandbox of its own.
-func (h *Harness) Check(ctx context.Context, sb env.Sandbox, task *env.Task, fixed map[string][]byte) error {
-	t := task
-	run := func() (gotest.Run, error) { return h.goTestRun(ctx, sb, t, t.Tests(), h.cfg.TestTimeout) }
-	bad, bin, err := h.checkBug(ctx, sb, t)
-	if err != nil {
-		return err
-	}
-	if !bad.Built {
-		if bad, err = run(); err != nil {
-			return err
-		}
-	}
-	// The run with the bug is what every episode's first run_tests and an
-	// unchanged workspace's verdict would find: remember both.
-	if bad.Built {
-		h.cache.put(okey("run", t.ID, "", strings.Join(t.Tests(), ",")).hash, report(bad, t.Dir()))
-		h.cache.put(okey("verdict", t.ID, "").hash, env.Verdict{Pass: passed(t.Tests(), bad)})
-	}
-	var problems []string
-	switch {
-	case !bad.Built:
-		problems = append(problems, "with the bug, the tests do not build: "+gotest.FirstLines(bad.Text, 3))
-	default:
-		if p := without(t.FailToPass, bad.Failed); len(p) > 0 {
-			problems = append(problems, "with the bug, FAIL_TO_PASS tests did not fail: "+strings.Join(p, " "))
-		}
-		if p := without(t.PassToPass, bad.Passed); len(p) > 0 {
-			problems = append(problems, "with the bug, PASS_TO_PASS tests did not pass: "+strings.Join(p, " "))
-		}
-		if len(problems) == 0 {
-			flaky, n, err := h.flaky(ctx, sb, t, bin)
-			if err != nil {
-				return err
-			}
-			if len(flaky) > 0 {
-				problems = append(problems, fmt.Sprintf("with the bug, FAIL_TO_PASS tests failed once and passed in some of %d runs more (flaky): %s", n, strings.Join(flaky, " ")))
-			}
-		}
-	}
-	// Every episode of the task starts by measuring its coverage (the
-	// baselines do): measured here, it is an answer in the outcome cache
-	// when they ask, instead of one computation the first episodes of a
-	// group all wait for, a core idle meanwhile. Checks run side by side.
-	if len(problems) == 0 {
-		if err := h.checkCoverage(ctx, sb, t); err != nil {
-			return err
-		}
-	}
-	for f, data := range fixed {
-		if err := sb.WriteFile(ctx, f, data); err != nil {
-			return err
-		}
-	}
-	// The gold tree is often every sibling task's gold tree too (the
-	// module as published): its binary is shared by content. It is judged
-	// as a verdict judges the tree, canaries and all: a task whose gold
-	// fix would not be rewarded is no task.
-	good, suspect, err := h.judgedRun(ctx, sb, t, fixed, t.Tests(), h.cfg.TestTimeout)
-	if err != nil {
-		return err
-	}
-	if p := without(t.Tests(), good.Passed); len(p) > 0 {
-		problems = append(problems, "with the gold patch, tests did not pass: "+strings.Join(p, " "))
-	} else if suspect != "" {
-		problems = append(problems, "with the gold patch, the verdict's checks do not hold: "+suspect)
-	} else {
-		var took time.Duration
-		for _, name := range t.Tests() {
-			took += good.Elapsed[name]
-		}
-		h.goldTime.Store(t.ID, took)
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("task %s: %w: %s", t.ID, synth.ErrQuarantined, strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -39,8 +39,11 @@
 // # The task check
 //
 // Harness.Check is the one check of a task before it is served (check.go):
-// its tests build and fail with the bug, pass with the gold patch, do not
-// flake over FlakeRuns more runs, and its coverage binary builds.
+// with the bug its tests build, its FAIL_TO_PASS tests fail (in FlakeRuns
+// more runs too) and its PASS_TO_PASS tests pass, and with the gold patch
+// every deciding test passes in a verdict's build, canaries and all; on
+// the way it measures the starting state's coverage into the outcome
+// cache.
 // Quarantine runs it once per task, in a sandbox of the run's own provider,
 // and sets aside a task that does not hold up (synth.ErrQuarantined); its
 // Source wraps a task source with that check (synth.Wrap). train, eval and

@@ -13,8 +13,8 @@
 //     binary died).
 //   - Coverage: ParseProfile reads a cover profile; BuildCoverBinary builds
 //     a package's coverage test binary with frog's TestMain laid over it,
-//     and CoverTests measures each test's blocks in one process of it (a
-//     process a test where it must: CoverEach, CoverOnce). CoverageMap
+//     and CoverTests measures each test's blocks in one process of it
+//     (CoverOnce), a process a test where it must (CoverEach). CoverageMap
 //     ranks blocks by Ochiai suspiciousness.
 //   - Schemata: ParsePackage parses a package's non-test source; Build
 //     compiles mutants of it into one mutant schema, each mutated function

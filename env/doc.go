@@ -25,10 +25,10 @@
 //
 // The tools that need to know how a task's tests work (per-test verdicts,
 // coverage, candidates, tries) and the verdict that decides the reward are
-// a Harness's (synth/validate.Harness for Go tasks); without one, run_tests
+// a Harness's (gotask.Harness for Go tasks); without one, run_tests
 // runs the task's test command and the reward is its exit code. A real
 // task's workspace is laid out from a template a Workspaces makes
-// (synth/source.Workspaces). One Harness and one Workspaces serve every
+// (gotask.Workspaces). One Harness and one Workspaces serve every
 // episode of a run, concurrently.
 //
 // # Errors

@@ -10,7 +10,7 @@
 // elsewhere: synth/source.Synthesizer synthesizes and validates tasks from
 // real Go modules (steerable, a compounder); synth/store.Source serves the
 // tasks of a stored file (steerable); synth/sim makes simulated ones.
-// Wrappers that act on every answer — synth/source.Quarantine's Source,
+// Wrappers that act on every answer — gotask.Quarantine's Source,
 // which leaves out tasks that do not hold up, and the simulated agent's
 // oracle in cmd/frog/cli — are made with Wrap, which keeps exactly the
 // capabilities of the source it wraps, so that steering and compounding

@@ -15,8 +15,8 @@
 // rewarded 0, their coverage as the task says), and RunRedTeam plays
 // changes that try to forge the verdict instead of fixing the bug, each of
 // which must be rewarded 0 and, where it must, counted as a suspected
-// reward hack. synth/source's tests run both against the process and the
-// Docker backends with synth/validate's harness. Unavailable is how a test
+// reward hack. gotask's tests run both against the process and the Docker
+// backends with gotask's harness. Unavailable is how a test
 // that lacks what it needs (a Docker daemon) skips, or fails under CI=true.
 //
 // # Threading and cancellation

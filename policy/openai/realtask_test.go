@@ -15,6 +15,7 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/env/process"
+	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy/openai"
 	"github.com/frognano/frog/policy/openai/openaitest"
 	"github.com/frognano/frog/synth"
@@ -55,7 +56,7 @@ func newRealTask(t *testing.T) *realTask {
 	}
 	pcfg := process.DefaultConfig()
 	pcfg.Dir = dir
-	ws, err := source.NewWorkspaces(dir+"/ws", zerolog.Nop())
+	ws, err := gotask.NewWorkspaces(dir+"/ws", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func newRealTask(t *testing.T) *realTask {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real.rt = &realTask{task: task, fixed: fixed, prov: prov, h: validate.NewHarness(ws, validate.HarnessConfig{})}
+	real.rt = &realTask{task: task, fixed: fixed, prov: prov, h: gotask.NewHarness(ws, gotask.HarnessConfig{})}
 	return real.rt
 }
 

@@ -22,7 +22,7 @@
 // inverse) and a few templates that undo what no operator inverts (an
 // error replaced by nil, a guard dropped, a condition or body borrowed from
 // the file: borrow.go). They are the candidates of the repair tools that
-// synth/validate's harness serves. LM is a token trigram model of a
+// gotask's harness serves. LM is a token trigram model of a
 // module's code, whose scores of how natural an edit or a line is are
 // features of the repair policies.
 //

@@ -17,18 +17,10 @@
 // its workers stop when ctx is cancelled, and Close closes their sandboxes.
 // BenchGremlins measures it against gremlins (`frog bench synth`).
 //
-// Workspaces is the env.Workspaces of real tasks: one template per task,
-// the module at its version with the task's bug applied, made once per task
-// and machine and checked against the hashes recorded when it was made
-// before each use (integrity.go). Quarantine checks each real task once,
-// before any episode plays it, in a sandbox of the run's own provider, and
-// sets aside a task that does not hold up; its Source wraps a task source
-// with that check (synth.Wrap). It is frog's one task check: train, eval,
-// rollout, sim and `frog synth verify` all ask it. Workspaces and
-// Quarantine are safe for concurrent use; their calls block while they
-// prepare or check, and honour ctx.
+// The workspaces episodes play in and the check of a task before it is
+// served (Workspaces, Quarantine: frog's one task check, asked by train,
+// eval, rollout, sim and `frog synth verify`) are gotask's.
 //
 // Nothing here is committed to the repository: fetched modules live in the
-// module cache and in a work directory the caller owns, templates under
-// DefaultWorkspaceRoot.
+// module cache and in a work directory the caller owns.
 package source

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
 )
 
@@ -89,34 +88,10 @@ func TestCombineAcrossFiles(t *testing.T) {
 		t.Fatalf("combined mutant: %s (%s), FAIL_TO_PASS %v, PASS_TO_PASS %v; want valid, TestInc and TestNeg failing, TestName passing",
 			res.Outcome, res.Reason, res.FailToPass, res.PassToPass)
 	}
-	// The stored record holds up under the run's task check: laid out from
-	// its mutations, its gold patch fixes both files.
-	rec := Record("example.com/two", p, c, res)
-	tmpl := t.TempDir()
-	if err := os.CopyFS(tmpl, os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
-	edits := map[string][]synth.Edit{}
-	for _, m := range rec.Mutations {
-		edits[m.File] = append(edits[m.File], m.Edits...)
-	}
-	for file, es := range edits {
-		mut, err := env.Splice(mustRead(t, dir, file), es)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(tmpl, file), mut, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fixed := map[string][]byte{}
-	for file, patch := range synth.SplitPatch(rec.Patch) {
-		if fixed[file], err = synth.ApplyPatch(mustRead(t, tmpl, file), patch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h := NewHarness(dirWorkspaces{tmpl}, HarnessConfig{})
-	if err := h.Check(ctx, laidOut(t, tmpl), &rec.Task, fixed); err != nil {
-		t.Fatal(err)
+	// That the stored record holds up under the run's task check (laid
+	// out from its mutations, its gold patch fixing both files) is
+	// gotask's TestStoredTasksHoldUp*: validate cannot import the check.
+	if rec := Record("example.com/two", p, c, res); len(synth.SplitPatch(rec.Patch)) != 2 {
+		t.Errorf("the record's patch touches %d files, want 2", len(synth.SplitPatch(rec.Patch)))
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frognano/frog/gotask/gotest"
 )
 
 // How the validator uses its sandbox: the module is copied to the
@@ -20,13 +21,6 @@ import (
 // profiles) live under .frog/, which the go command ignores. Go commands
 // run at the module root with the environment goEnv; test binaries run in
 // their package's directory, as go test runs them.
-
-// goEnv makes builds of a foreign module offline and reproducible.
-var goEnv = []string{"GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off", "CGO_ENABLED=0"}
-
-// maxOutput caps what a command's output may be; test output of big
-// packages runs to megabytes.
-const maxOutput = 32 << 20
 
 func absDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
@@ -84,11 +78,11 @@ func (v *Validator) findRoot(ctx context.Context) {
 		return
 	}
 	r, err := v.goCmd(ctx, "env", "GOMOD")
-	if err != nil || r.exit != 0 {
-		v.log.Debug().Err(err).Int("exit", r.exit).Msg("go env GOMOD failed: failure output keeps absolute paths")
+	if err != nil || r.Exit != 0 {
+		v.log.Debug().Err(err).Int("exit", r.Exit).Msg("go env GOMOD failed: failure output keeps absolute paths")
 		return
 	}
-	out := strings.TrimSpace(string(r.out))
+	out := strings.TrimSpace(string(r.Out))
 	if gomod := out[strings.LastIndexByte(out, '\n')+1:]; path.IsAbs(gomod) && path.Base(gomod) == "go.mod" {
 		v.root = path.Dir(gomod) + "/"
 	}
@@ -113,50 +107,43 @@ func (v *Validator) path(p string) string {
 }
 
 // goCmd runs the go command at the module root.
-func (v *Validator) goCmd(ctx context.Context, args ...string) (runResult, error) {
+func (v *Validator) goCmd(ctx context.Context, args ...string) (gotest.Result, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cd %s && exec env", shellQuote(v.path(".")))
-	for _, a := range slices.Concat(goEnv, []string{"go"}, args) {
-		b.WriteString(" " + shellQuote(a))
+	fmt.Fprintf(&b, "cd %s && exec env", gotest.ShellQuote(v.path(".")))
+	for _, a := range slices.Concat(gotest.Env, []string{"go"}, args) {
+		b.WriteString(" " + gotest.ShellQuote(a))
 	}
-	return execIn(ctx, v.sb, v.cfg.BuildTimeout, "sh", "-c", b.String())
+	return gotest.ExecIn(ctx, v.sb, v.cfg.BuildTimeout, "sh", "-c", b.String())
 }
 
 // runBinary runs the test binary bin (module-relative) in package directory
 // rel with FROG_MUTANT set to mutant (unset for 0).
-func (v *Validator) runBinary(ctx context.Context, rel, bin string, mutant int, timeout time.Duration, args ...string) (runResult, error) {
+func (v *Validator) runBinary(ctx context.Context, rel, bin string, mutant int, timeout time.Duration, args ...string) (gotest.Result, error) {
 	var vars []string
 	if mutant != 0 {
 		vars = []string{"FROG_MUTANT=" + strconv.Itoa(mutant)}
 	}
-	return runIn(ctx, v.sb, v.path(rel), upTo(rel)+bin, vars, timeout, args...)
+	return gotest.RunIn(ctx, v.sb, v.path(rel), gotest.UpTo(rel)+bin, vars, timeout, args...)
 }
 
 // runTests runs the named top-level tests of schema binary bin for mutant.
 // The binary's own -test.timeout fires first; the sandbox's, a second
 // later, is the backstop.
-func (v *Validator) runTests(ctx context.Context, rel, bin string, mutant int, timeout time.Duration, tests []string) (testRun, error) {
-	r, err := v.runBinary(ctx, rel, bin, mutant, timeout+time.Second, chattyArgs(timeout, tests)...)
+func (v *Validator) runTests(ctx context.Context, rel, bin string, mutant int, timeout time.Duration, tests []string) (gotest.Run, error) {
+	r, err := v.runBinary(ctx, rel, bin, mutant, timeout+time.Second, gotest.ChattyArgs(timeout, tests)...)
 	if err != nil {
-		return testRun{}, fmt.Errorf("test mutant %d in %s: %w", mutant, rel, err)
+		return gotest.Run{}, fmt.Errorf("test mutant %d in %s: %w", mutant, rel, err)
 	}
-	return parseChatty(r), nil
-}
-
-// chattyArgs are a test binary's arguments to run the named top-level
-// tests once, within timeout, reporting as go test's -json reads them
-// (parseChatty).
-func chattyArgs(timeout time.Duration, tests []string) []string {
-	return []string{"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout", timeout.String(), "-test.run", runRegexp(tests)}
+	return gotest.ParseChatty(r), nil
 }
 
 // writeOverlay writes the schema's files under .frog/ov and the overlay
 // file that puts them in place of the originals, and returns the overlay
 // file's path (module-relative, as are the paths in it).
-func (v *Validator) writeOverlay(ctx context.Context, sc *schema) (string, error) {
+func (v *Validator) writeOverlay(ctx context.Context, sc *gotest.Schema) (string, error) {
 	const dir = ".frog/ov" // one schema at a time: each overwrites the last
 	replace := map[string]string{}
-	for rel, data := range sc.files {
+	for rel, data := range sc.Files {
 		dst := path.Join(dir, rel)
 		if err := v.sb.WriteFile(ctx, v.path(dst), data); err != nil {
 			return "", fmt.Errorf("write schema: %w", err)
@@ -172,45 +159,4 @@ func (v *Validator) writeOverlay(ctx context.Context, sc *schema) (string, error
 		return "", fmt.Errorf("write overlay: %w", err)
 	}
 	return ov, nil
-}
-
-var diagLine = regexp.MustCompile(`([A-Za-z0-9_.\-]+\.go):([0-9]+):(?:[0-9]+:)? ?(.*)`)
-
-// attribute maps compiler or vet messages to the mutants whose copies they
-// are about. unexplained reports a message about any other line, or a
-// failure with no message at all.
-func attribute(sc *schema, out string) (blamed map[int]string, unexplained bool) {
-	blamed = map[int]string{}
-	for _, l := range strings.Split(out, "\n") {
-		m := diagLine.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		line, _ := strconv.Atoi(m[2])
-		id := sc.owner(m[1], line)
-		if id == 0 {
-			unexplained = true
-			continue
-		}
-		if _, ok := blamed[id]; !ok {
-			blamed[id] = strings.ReplaceAll(m[3], copyName(id, ""), "")
-		}
-	}
-	return blamed, unexplained || len(blamed) == 0
-}
-
-// upTo is the path from package directory rel back to the module root.
-func upTo(rel string) string {
-	rel = strings.Trim(strings.TrimPrefix(rel, "."), "/")
-	if rel == "" {
-		return ""
-	}
-	return strings.Repeat("../", strings.Count(rel, "/")+1)
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/mutate"
 )
@@ -18,18 +19,18 @@ import (
 // imports resolve from the go command's export data.
 func (v *Validator) Mutants(p *Package) []Mutant {
 	ps := p.src
-	rels := make([]string, 0, len(ps.files))
+	rels := make([]string, 0, len(ps.Files))
 	var files []*ast.File
-	for rel, sf := range ps.files {
+	for rel, sf := range ps.Files {
 		rels = append(rels, rel)
-		files = append(files, sf.file)
+		files = append(files, sf.AST)
 	}
-	info, _ := mutate.Check(ps.fset, p.Rel, files, importer.Default())
+	info, _ := mutate.Check(ps.Fset, p.Rel, files, importer.Default())
 	slices.Sort(rels)
 	var out []Mutant
 	for _, rel := range rels {
-		sf := ps.files[rel]
-		for _, s := range mutate.Sites(ps.fset, sf.file, sf.src, info) {
+		sf := ps.Files[rel]
+		for _, s := range mutate.Sites(ps.Fset, sf.AST, sf.Src, info) {
 			_, patch, err := s.Apply()
 			if err != nil {
 				continue // a mutant that does not parse is never tried
@@ -38,7 +39,7 @@ func (v *Validator) Mutants(p *Package) []Mutant {
 				File: s.Filename, Patch: patch,
 				Func: s.Func, Line: s.Line, EndLine: s.EndLine,
 				Complexity: s.Complexity,
-				Mutations:  []synth.Mutation{fromSite(s)}, origs: map[string][]byte{s.Filename: sf.src},
+				Mutations:  []synth.Mutation{fromSite(s)}, origs: map[string][]byte{s.Filename: sf.Src},
 			})
 		}
 	}
@@ -65,7 +66,7 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			ProblemStatement: problemStatement(res),
 			FailToPass:       res.FailToPass,
 			PassToPass:       res.PassToPass,
-			TestCmd:          []string{"go", "test", "-count=1", "-vet=off", "-run", runRegexp(append(append([]string(nil), res.FailToPass...), res.PassToPass...)), p.Rel},
+			TestCmd:          []string{"go", "test", "-count=1", "-vet=off", "-run", gotest.RunRegexp(append(append([]string(nil), res.FailToPass...), res.PassToPass...)), p.Rel},
 			Package:          path.Join(repo, strings.TrimPrefix(p.Rel, "./")),
 			Mutations:        m.Mutations,
 		},
@@ -76,7 +77,7 @@ func Record(repo string, p *Package, m Mutant, res Result) synth.TaskRecord {
 			PointsAtLine: slices.ContainsFunc(m.Mutations, func(mu synth.Mutation) bool {
 				return pointsAt(res.FailureOutput, path.Base(mu.File), mu.Line, mu.EndLine)
 			}),
-			PackageLines: p.src.lines,
+			PackageLines: p.src.Lines,
 		},
 		Validation: synth.Validation{
 			Outcome:         string(res.Outcome),
@@ -135,18 +136,18 @@ func pointsAt(outputs map[string]string, file string, lo, hi int) bool {
 // rel of the module rooted at dir without preparing it: the sites Mutants
 // would enumerate, a cheap estimate of what the package can yield.
 func Candidates(dir, rel string) (int, error) {
-	ps, err := parsePackage(dir, rel)
+	ps, err := gotest.ParsePackage(dir, rel)
 	if err != nil {
 		return 0, fmt.Errorf("package %s: %w", rel, err)
 	}
 	var files []*ast.File
-	for _, sf := range ps.files {
-		files = append(files, sf.file)
+	for _, sf := range ps.Files {
+		files = append(files, sf.AST)
 	}
-	info, _ := mutate.Check(ps.fset, rel, files, importer.Default())
+	info, _ := mutate.Check(ps.Fset, rel, files, importer.Default())
 	n := 0
-	for _, sf := range ps.files {
-		n += len(mutate.Sites(ps.fset, sf.file, sf.src, info))
+	for _, sf := range ps.Files {
+		n += len(mutate.Sites(ps.Fset, sf.AST, sf.Src, info))
 	}
 	return n, nil
 }

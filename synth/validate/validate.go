@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/mutate"
 )
@@ -212,9 +213,9 @@ type Package struct {
 	// are not vetted.
 	VetClean bool
 	// Coverage is the per-test coverage map; nil when not computed.
-	Coverage *CoverageMap
+	Coverage *gotest.CoverageMap
 
-	src *pkgSource
+	src *gotest.Package
 }
 
 // Prepare runs a package's tests twice, excludes flaky ones and computes
@@ -229,42 +230,42 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 		return nil, err
 	}
 	v.findRoot(ctx)
-	src, err := parsePackage(v.dir, rel)
+	src, err := gotest.ParsePackage(v.dir, rel)
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", rel, err)
 	}
 	p := &Package{Rel: rel, src: src}
 	t0 := v.now()
-	var runs [2]testRun
+	var runs [2]gotest.Run
 	for i := range runs {
 		r, err := v.goCmd(ctx, "test", "-json", "-count=1", "-vet=off", rel)
 		if err != nil {
 			return nil, fmt.Errorf("baseline %s: %w", rel, err)
 		}
-		runs[i] = parseTestJSON(r)
-		if !runs[i].built {
-			return nil, fmt.Errorf("baseline %s does not build or run: %s", rel, strings.ReplaceAll(firstLines(runs[i].text, 4), "\n", "; "))
+		runs[i] = gotest.ParseJSON(r)
+		if !runs[i].Built {
+			return nil, fmt.Errorf("baseline %s does not build or run: %s", rel, strings.ReplaceAll(gotest.FirstLines(runs[i].Text, 4), "\n", "; "))
 		}
-		p.Baseline = max(p.Baseline, r.wall)
+		p.Baseline = max(p.Baseline, r.Wall)
 	}
-	for _, t := range runs[0].passed {
-		slow := v.cfg.MaxTestTime > 0 && max(runs[0].elapsed[t], runs[1].elapsed[t]) > v.cfg.MaxTestTime
+	for _, t := range runs[0].Passed {
+		slow := v.cfg.MaxTestTime > 0 && max(runs[0].Elapsed[t], runs[1].Elapsed[t]) > v.cfg.MaxTestTime
 		switch {
-		case slices.Contains(runs[1].passed, t) && slow:
+		case slices.Contains(runs[1].Passed, t) && slow:
 			p.Slow = append(p.Slow, t)
-		case slices.Contains(runs[1].passed, t):
+		case slices.Contains(runs[1].Passed, t):
 			p.Stable = append(p.Stable, t)
 		default:
 			p.Flaky = append(p.Flaky, t)
 		}
 	}
-	for _, t := range runs[1].passed {
-		if !slices.Contains(runs[0].passed, t) {
+	for _, t := range runs[1].Passed {
+		if !slices.Contains(runs[0].Passed, t) {
 			p.Flaky = append(p.Flaky, t)
 		}
 	}
-	for _, t := range slices.Concat(runs[0].failed, runs[1].failed) {
-		if !slices.Contains(runs[0].passed, t) && !slices.Contains(runs[1].passed, t) && !slices.Contains(p.Failing, t) {
+	for _, t := range slices.Concat(runs[0].Failed, runs[1].Failed) {
+		if !slices.Contains(runs[0].Passed, t) && !slices.Contains(runs[1].Passed, t) && !slices.Contains(p.Failing, t) {
 			p.Failing = append(p.Failing, t)
 		}
 	}
@@ -280,7 +281,7 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vet %s: %w", rel, err)
 	}
-	p.VetClean = vet.exit == 0
+	p.VetClean = vet.Exit == 0
 	t2 := v.now()
 	if !v.cfg.NoCoverage {
 		if p.Coverage, err = v.coverage(ctx, p); err != nil {
@@ -293,19 +294,19 @@ func (v *Validator) Prepare(ctx context.Context, rel string) (*Package, error) {
 	return p, nil
 }
 
-func (v *Validator) coverage(ctx context.Context, p *Package) (*CoverageMap, error) {
+func (v *Validator) coverage(ctx context.Context, p *Package) (*gotest.CoverageMap, error) {
 	bin := ".frog/cover.test"
 	write := func(rel string, data []byte) error { return v.sb.WriteFile(ctx, v.path(rel), data) }
-	goCmd := func(args ...string) (runResult, error) { return v.goCmd(ctx, args...) }
-	r, err := buildCoverBinary(write, goCmd, p.Rel, p.src.name, bin)
+	goCmd := func(args ...string) (gotest.Result, error) { return v.goCmd(ctx, args...) }
+	r, err := gotest.BuildCoverBinary(write, goCmd, p.Rel, p.src.Name, bin)
 	if err != nil {
 		return nil, fmt.Errorf("coverage build of %s: %w", p.Rel, err)
 	}
-	if r.exit != 0 {
-		return nil, fmt.Errorf("coverage build of %s: %s", p.Rel, truncate(string(r.out), 2000))
+	if r.Exit != 0 {
+		return nil, fmt.Errorf("coverage build of %s: %s", p.Rel, truncate(string(r.Out), 2000))
 	}
-	cov := &CoverageMap{Tests: map[string][]Block{}}
-	runs, err := coverTests(ctx, v.sb, v.path(p.Rel), upTo(p.Rel)+bin, v.path(".frog/cov"), upTo(p.Rel)+".frog/cov", p.Stable, v.cfg.BuildTimeout)
+	cov := &gotest.CoverageMap{Tests: map[string][]gotest.Block{}}
+	runs, err := gotest.CoverTests(ctx, v.sb, v.path(p.Rel), gotest.UpTo(p.Rel)+bin, v.path(".frog/cov"), gotest.UpTo(p.Rel)+".frog/cov", p.Stable, v.cfg.BuildTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("coverage of %s: %w", p.Rel, err)
 	}
@@ -414,11 +415,11 @@ func (p *Package) MutantOf(muts []synth.Mutation) (Mutant, error) {
 	m := Mutant{File: muts[0].File, Func: muts[0].Func, Line: muts[0].Line, EndLine: muts[0].EndLine,
 		Mutations: slices.Clone(muts), origs: map[string][]byte{}}
 	for _, mu := range muts {
-		sf := p.src.files[mu.File]
+		sf := p.src.Files[mu.File]
 		if sf == nil {
 			return Mutant{}, fmt.Errorf("mutation of %s: not a file of package %s", mu.File, p.Rel)
 		}
-		m.origs[mu.File] = sf.src
+		m.origs[mu.File] = sf.Src
 	}
 	if err := m.patch(); err != nil {
 		return Mutant{}, err
@@ -474,7 +475,7 @@ func (v *Validator) Batch(ctx context.Context, p *Package, ms []Mutant, emit fun
 			b.finish(i, Duplicate, "same normalized diff")
 			continue
 		}
-		if why := p.src.check(m); why != "" {
+		if why := p.src.Check(m.Files(), m.Edits); why != "" {
 			b.finish(i, NonViable, why)
 			continue
 		}
@@ -527,18 +528,18 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 	v, p := b.v, b.p
 	live := slices.Clone(idx)
 	t0 := v.now()
-	var sc *schema
+	var sc *gotest.Schema
 	var ov string // the overlay of sc
 	bin := ".frog/schema.test"
 	for attempt := 0; ; attempt++ {
-		var muts []schemaMutant
+		var muts []gotest.Mutant
 		for _, i := range live {
 			for _, f := range b.ms[i].Files() {
-				muts = append(muts, schemaMutant{id: i + 1, file: f, edits: b.ms[i].Edits(f)})
+				muts = append(muts, gotest.Mutant{ID: i + 1, File: f, Edits: b.ms[i].Edits(f)})
 			}
 		}
 		var bad map[int]string
-		sc, bad = p.src.build(muts)
+		sc, bad = p.src.Build(muts)
 		live = b.drop(live, bad, "")
 		if len(live) == 0 {
 			return nil
@@ -554,12 +555,12 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 		if err != nil {
 			return fmt.Errorf("build schema of %s: %w", p.Rel, err)
 		}
-		if r.exit == 0 && !r.timedOut {
+		if r.Exit == 0 && !r.TimedOut {
 			break
 		}
-		blamed, unexplained := attribute(sc, string(r.out))
+		blamed, unexplained := gotest.Attribute(sc, string(r.Out))
 		if unexplained || attempt >= 4 {
-			return b.split(ctx, live, "build: "+firstLines(string(r.out), 5))
+			return b.split(ctx, live, "build: "+gotest.FirstLines(string(r.Out), 5))
 		}
 		live = b.drop(live, blamed, "build: ")
 		if len(live) == 0 {
@@ -572,10 +573,10 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 		if err != nil {
 			return fmt.Errorf("vet schema of %s: %w", p.Rel, err)
 		}
-		if r.exit != 0 {
-			blamed, unexplained := attribute(sc, string(r.out))
+		if r.Exit != 0 {
+			blamed, unexplained := gotest.Attribute(sc, string(r.Out))
 			if unexplained {
-				return b.split(ctx, live, "vet: "+firstLines(string(r.out), 5))
+				return b.split(ctx, live, "vet: "+gotest.FirstLines(string(r.Out), 5))
 			}
 			live = b.drop(live, blamed, "vet: ")
 		}
@@ -592,13 +593,13 @@ func (b *batch) run(ctx context.Context, idx []int) error {
 	if err != nil {
 		return err
 	}
-	usable := intersect(base.passed, p.Stable)
-	timeout := max(time.Duration(v.cfg.TimeoutFactor*float64(base.wall)), v.cfg.MinTimeout)
-	ident, err := v.runTests(ctx, p.Rel, bin, identity, v.cfg.BuildTimeout, usable)
+	usable := intersect(base.Passed, p.Stable)
+	timeout := max(time.Duration(v.cfg.TimeoutFactor*float64(base.Wall)), v.cfg.MinTimeout)
+	ident, err := v.runTests(ctx, p.Rel, bin, gotest.Identity, v.cfg.BuildTimeout, usable)
 	if err != nil {
 		return err
 	}
-	usable = intersect(ident.passed, usable)
+	usable = intersect(ident.Passed, usable)
 	if len(usable) == 0 {
 		for _, i := range live {
 			b.finish(i, NonViable, "no test passes under the schema")
@@ -636,12 +637,12 @@ func (b *batch) drop(live []int, blamed map[int]string, prefix string) []int {
 
 // settled finishes mutant i when run already decides it (the tests timed
 // out, or the binary died with no test failed) and reports whether it did.
-func (b *batch) settled(i int, run testRun) bool {
+func (b *batch) settled(i int, run gotest.Run) bool {
 	switch {
-	case run.timedOut:
+	case run.TimedOut:
 		b.finish(i, TimedOut, "tests ran past the timeout")
-	case run.died:
-		b.finish(i, NonViable, "the test binary died with no test failed: "+firstLines(run.raw, 3))
+	case run.Died:
+		b.finish(i, NonViable, "the test binary died with no test failed: "+gotest.FirstLines(run.Raw, 3))
 	default:
 		return false
 	}
@@ -665,7 +666,7 @@ func (b *batch) split(ctx context.Context, live []int, why string) error {
 // one runs mutant i of schema sc: the tests covering it, then, when some
 // fail, every usable test to confirm the verdict and find PASS_TO_PASS,
 // then the task's own tests (FAIL_TO_PASS and PASS_TO_PASS) once more.
-func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable []string, timeout time.Duration) error {
+func (b *batch) one(ctx context.Context, sc *gotest.Schema, bin string, i int, usable []string, timeout time.Duration) error {
 	r := &b.res[i]
 	r.Timeout = timeout
 	tests := usable
@@ -676,7 +677,7 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 			return nil
 		}
 	}
-	run := func(tests []string) (testRun, error) {
+	run := func(tests []string) (gotest.Run, error) {
 		r.Runs++
 		return b.v.runTests(ctx, b.p.Rel, bin, i+1, timeout, tests)
 	}
@@ -684,7 +685,7 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	if err != nil || b.settled(i, first) {
 		return err
 	}
-	if len(first.failed) == 0 {
+	if len(first.Failed) == 0 {
 		b.finish(i, Equivalent, "every test passes")
 		return nil
 	}
@@ -692,12 +693,12 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	if err != nil || b.settled(i, second) {
 		return err
 	}
-	if !slices.Equal(intersect(second.failed, tests), first.failed) {
+	if !slices.Equal(intersect(second.Failed, tests), first.Failed) {
 		b.finish(i, NonViable, "verdict does not repeat")
 		return nil
 	}
-	r.FailToPass = second.failed
-	r.PassToPass = intersect(second.passed, usable)
+	r.FailToPass = second.Failed
+	r.PassToPass = intersect(second.Passed, usable)
 	if len(r.PassToPass) == 0 {
 		b.finish(i, NonViable, "no PASS_TO_PASS test")
 		return nil
@@ -709,15 +710,15 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 	if err != nil {
 		return err
 	}
-	if third.timedOut || !slices.Equal(third.failed, r.FailToPass) {
+	if third.TimedOut || !slices.Equal(third.Failed, r.FailToPass) {
 		b.finish(i, NonViable, "verdict does not repeat with the task's tests")
 		return nil
 	}
-	r.PassToPass = intersect(r.PassToPass, third.passed)
-	if third.crashed() {
+	r.PassToPass = intersect(r.PassToPass, third.Passed)
+	if third.Crashed() {
 		// The binary died under the tests: which parallel tests had
 		// finished, or failed, by then is a race, so none of them is kept.
-		par := func(t string) bool { return third.parallel[t] }
+		par := func(t string) bool { return third.Parallel[t] }
 		r.FailToPass = slices.DeleteFunc(slices.Clone(r.FailToPass), par)
 		r.PassToPass = slices.DeleteFunc(r.PassToPass, par)
 		if len(r.FailToPass) == 0 {
@@ -730,8 +731,8 @@ func (b *batch) one(ctx context.Context, sc *schema, bin string, i int, usable [
 		return nil
 	}
 	r.FailureOutput = map[string]string{}
-	for t, out := range second.output {
-		r.FailureOutput[t] = b.v.relPaths(sc.mapOutput(i+1, out))
+	for t, out := range second.Output {
+		r.FailureOutput[t] = b.v.relPaths(sc.MapOutput(i+1, out))
 	}
 	if !b.v.cfg.Dedup.first(f2pKey(b.ms[i].Func, r.FailToPass)) {
 		b.finish(i, Duplicate, "same function and FAIL_TO_PASS set")
@@ -767,11 +768,6 @@ func intersect(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(strings.TrimSpace(s), "\n", n+1)
-	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
 func truncate(s string, n int) string {

@@ -133,20 +133,6 @@ func TestDiffHashNormalizes(t *testing.T) {
 	}
 }
 
-func TestParseProfile(t *testing.T) {
-	got, err := parseProfile([]byte("mode: set\nexample.com/tiny/calc/calc.go:7.24,8.11 1 1\nexample.com/tiny/calc/calc.go:11.2,11.10 1 0\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Block{{File: "calc.go", StartLine: 7, StartCol: 24, EndLine: 8, EndCol: 11}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("parseProfile (-want +got):\n%s", diff)
-	}
-	if _, err := parseProfile([]byte("mode: set\ngarbage\n")); err == nil {
-		t.Error("parseProfile accepted garbage")
-	}
-}
-
 // TestBatchAgreesWithOneByOne checks the mutant schema against the plain
 // way: every mutant of the package compiled into one test binary gets the
 // verdict it gets compiled alone.
@@ -179,26 +165,4 @@ func TestBatchAgreesWithOneByOne(t *testing.T) {
 		}
 	}
 	t.Logf("%d mutants, %d valid", len(ms), valid)
-}
-
-func TestParseChatty(t *testing.T) {
-	out := "\x16=== RUN   TestA\n\x16--- PASS: TestA (0.00s)\n\x16=== RUN   TestP\n\x16=== PAUSE TestP\n" +
-		"\x16=== RUN   TestB\n    b_test.go:3: boom\n\x16--- FAIL: TestB (1.25s)\npanic: boom [recovered]\n"
-	got := parseChatty(runResult{exit: 2, out: []byte(out)})
-	if got.elapsed["TestB"] != 1250*time.Millisecond {
-		t.Errorf("TestB took %v, want 1.25s (its --- FAIL line)", got.elapsed["TestB"])
-	}
-	if !got.unfinished || !got.parallel["TestP"] || got.parallel["TestA"] {
-		t.Errorf("unfinished %v, parallel %v: want true, only TestP", got.unfinished, got.parallel)
-	}
-	if !cmp.Equal(got.passed, []string{"TestA"}) || !cmp.Equal(got.failed, []string{"TestB"}) || got.died {
-		t.Errorf("a panic beside a paused test: passed %v, failed %v, died %v; want [TestA], [TestB], false", got.passed, got.failed, got.died)
-	}
-	if !strings.Contains(got.output["TestB"], "panic: boom") {
-		t.Errorf("TestB's output lacks the panic: %q", got.output["TestB"])
-	}
-	exit := parseChatty(runResult{exit: 1, out: []byte("\x16=== RUN   TestA\nexit\n")})
-	if len(exit.failed) != 0 || !exit.died {
-		t.Errorf("os.Exit in a test: failed %v, died %v; want none, true", exit.failed, exit.died)
-	}
 }

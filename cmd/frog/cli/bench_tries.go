@@ -20,10 +20,10 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
-	"github.com/frognano/frog/synth/validate"
 )
 
 type benchTriesOptions struct {
@@ -118,15 +118,15 @@ later-check or later-run: go tool pprof -tagfocus=phase=first reads one.`,
 }
 
 type benchTriesReport struct {
-	Tries validate.TryBench `json:"tries"`
+	Tries gotask.TryBench `json:"tries"`
 	// Check is the tasks' check (quarantine) before the passes: a cost
 	// every new task pays once in a run, part of what its first episodes
 	// would cost.
-	Check    checkBench            `json:"check"`
-	Episodes []episodePass         `json:"episodes"`
-	NewTask  newTaskCost           `json:"new_task"`
-	Open     openBench             `json:"open"`
-	Harness  validate.HarnessStats `json:"harness"`
+	Check    checkBench          `json:"check"`
+	Episodes []episodePass       `json:"episodes"`
+	NewTask  newTaskCost         `json:"new_task"`
+	Open     openBench           `json:"open"`
+	Harness  gotask.HarnessStats `json:"harness"`
 }
 
 type episodePass struct {
@@ -149,7 +149,7 @@ type episodePass struct {
 	TryRuns  int64 `json:"try_runs"`
 	Verdicts int64 `json:"verdicts_computed"`
 	// Served are the try runs a try server answered, ServerStarts the
-	// servers started (validate.HarnessStats).
+	// servers started (gotask.HarnessStats).
 	Served       int64 `json:"try_runs_served"`
 	ServerStarts int64 `json:"try_servers_started"`
 	Confirmed    int64 `json:"served_runs_confirmed"`
@@ -166,7 +166,7 @@ type episodePass struct {
 	// be shared).
 	GoTests int64 `json:"go_test_runs"`
 	// Seconds is the harness's time per kind of call in this pass
-	// (validate.HarnessStats.Seconds).
+	// (gotask.HarnessStats.Seconds).
 	HarnessSeconds map[string]float64 `json:"harness_seconds,omitempty"`
 }
 
@@ -259,7 +259,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	}
 	if o.perTask > 0 {
 		log.Info().Int("tasks", len(tasks)).Msg("tries: schema binaries against real builds")
-		if rep.Tries, err = validate.BenchTries(ctx, prov, tenv.ws, tasks, o.perTask); err != nil {
+		if rep.Tries, err = gotask.BenchTries(ctx, prov, tenv.ws, tasks, o.perTask); err != nil {
 			return err
 		}
 	}
@@ -270,18 +270,18 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	// new harness (its outcome cache empty, as a new process's is) over the
 	// binaries the earlier passes left in the binary cache, and a policy
 	// with other seeds.
-	later := validate.NewHarness(tenv.ws, tenv.hcfg)
+	later := gotask.NewHarness(tenv.ws, tenv.hcfg)
 	laterPol, _ := evalPolicy(o.policy, 2)
 	// A later run checks its tasks as every run does (what the tries'
 	// time limits learn from): timed apart, as the first run's check is.
 	laterCheck, laterCPU := time.Now(), cpuSeconds()
 	pprof.Do(ctx, pprof.Labels("phase", "later-check"), func(ctx context.Context) {
-		source.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
+		gotask.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
 	})
 	rep.Check.LaterSeconds, rep.Check.LaterCPU = time.Since(laterCheck).Seconds(), cpuSeconds()-laterCPU
 	for _, pass := range []struct {
 		name string
-		h    *validate.Harness
+		h    *gotask.Harness
 		pol  policy.Policy
 	}{{"first", tenv.h, pol}, {"second", tenv.h, pol}, {"later-run", later, laterPol}} {
 		log.Info().Str("pass", pass.name).Msg("episodes")
@@ -314,7 +314,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 
 // newEpisodePass is the figures of one pass of episodes: e's, and what
 // the harness counted between before and after.
-func newEpisodePass(name string, e actors.EvalReport, before, after validate.HarnessStats, cpu float64) episodePass {
+func newEpisodePass(name string, e actors.EvalReport, before, after gotask.HarnessStats, cpu float64) episodePass {
 	p := episodePass{Pass: name, Episodes: e.Episodes, Seconds: e.Cost.WallSeconds, TriesPerEp: e.Cost.TriesPerEpisode,
 		SolveRate: e.Solved.Rate, Executions: e.Cost.ExecutionsPerEpisode, Builds: after.Builds - before.Builds,
 		RealBuilds: after.RealBuilds - before.RealBuilds, Tries: after.Tries - before.Tries, TryRuns: after.TryRuns - before.TryRuns,
@@ -384,7 +384,7 @@ func benchOpen(ctx context.Context, o *benchTriesOptions, tenv *taskEnv, tasks [
 					return openBench{}, err
 				}
 				defer os.RemoveAll(root)
-				if ws, err = source.NewWorkspaces(root, log); err != nil {
+				if ws, err = gotask.NewWorkspaces(root, log); err != nil {
 					return openBench{}, err
 				}
 				for _, dir := range o.taskOpts.Locals {

@@ -20,13 +20,12 @@ import (
 	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
-	"github.com/frognano/frog/synth/validate"
 )
 
 // realOptions are the flags only --mode real reads; config.json records
@@ -93,7 +92,7 @@ func (o *experimentOptions) realDefaults(c *cobra.Command) {
 // once) with the harness that plays them.
 type realExperiment struct {
 	o       *experimentOptions
-	ws      *source.Workspaces
+	ws      *gotask.Workspaces
 	prov    env.Provider
 	eval    *taskEnv
 	heldout []actors.EvalTask
@@ -201,12 +200,12 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 func (x *realExperiment) runReal(ctx context.Context, strategy string, seed uint64) (runResult, error) {
 	o, start := x.o, time.Now()
 	name := fmt.Sprintf("exp-%s-%d", strategy, seed)
-	key, err := validate.LoadVerdictKey(filepath.Join(filepath.Dir(x.ws.Root()), "verdict.key"))
+	key, err := gotask.LoadVerdictKey(filepath.Join(filepath.Dir(x.ws.Root()), "verdict.key"))
 	if err != nil {
 		return runResult{}, err
 	}
-	h := validate.NewHarness(x.ws, validate.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, BinCache: filepath.Join(x.ws.Root(), "bin"), VerdictKey: key})
-	q := source.NewQuarantine(x.ws, h, x.prov, name, x.log)
+	h := gotask.NewHarness(x.ws, gotask.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, BinCache: filepath.Join(x.ws.Root(), "bin"), VerdictKey: key})
+	q := gotask.NewQuarantine(x.ws, h, x.prov, name, x.log)
 	st, err := store.NewSource(x.train, seed)
 	if err != nil {
 		return runResult{}, usagef("--tasks %s: %v", o.Real.Tasks, err)

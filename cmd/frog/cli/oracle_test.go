@@ -7,9 +7,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/source"
 )
 
 // compounding is a steerable source that makes compound tasks, as the
@@ -35,7 +35,7 @@ func (compounding) Compound(_ context.Context, _ int, base env.Task) ([]env.Task
 // reach the oracle.
 func TestSimSourcesKeepCompounding(t *testing.T) {
 	oracle := policysim.NewOracle()
-	q := source.NewQuarantine(nil, nil, nil, "test", zerolog.Nop())
+	q := gotask.NewQuarantine(nil, nil, nil, "test", zerolog.Nop())
 	for name, src := range map[string]synth.Source{
 		"oracle":            newOracleSource(compounding{}, oracle, simFix),
 		"oracle+quarantine": newOracleSource(q.Source(compounding{}), oracle, simFix),

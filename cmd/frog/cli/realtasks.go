@@ -14,11 +14,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
-	"github.com/frognano/frog/synth/validate"
 )
 
 // taskOptions are the flags of commands that play real tasks.
@@ -30,7 +30,7 @@ type taskOptions struct {
 }
 
 func (t *taskOptions) flags(f *pflag.FlagSet) {
-	f.StringVar(&t.Workspaces, "workspaces", source.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates (each task's module with its bug), made once and reused")
+	f.StringVar(&t.Workspaces, "workspaces", gotask.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates (each task's module with its bug), made once and reused")
 	f.StringSliceVar(&t.Locals, "local", nil, "a local module directory that stored tasks were made from (repeatable); tasks of modules with a version are fetched through the module proxy")
 	f.BoolVar(&t.NoCache, "no-outcome-cache", false, "run every test again instead of answering repeated states from the outcome cache")
 	f.BoolVar(&t.NoServe, "no-try-server", false, "start a test process for every try instead of serving an episode's tries from one (process sandboxes)")
@@ -40,17 +40,17 @@ func (t *taskOptions) flags(f *pflag.FlagSet) {
 // their tests and judges them, and the quarantine that checks each before
 // it is served.
 type taskEnv struct {
-	ws *source.Workspaces
-	h  *validate.Harness
-	q  *source.Quarantine
+	ws *gotask.Workspaces
+	h  *gotask.Harness
+	q  *gotask.Quarantine
 	// hcfg is h's configuration, for a harness of its own (a later run's).
-	hcfg validate.HarnessConfig
+	hcfg gotask.HarnessConfig
 }
 
 // openTaskEnv opens the sandboxes spec names, laying out real tasks from
 // o.Workspaces. The func releases the sandboxes.
 func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerolog.Logger) (*taskEnv, env.Provider, func(), error) {
-	ws, err := source.NewWorkspaces(o.Workspaces, log)
+	ws, err := gotask.NewWorkspaces(o.Workspaces, log)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--workspaces %s: %w", o.Workspaces, err)
 	}
@@ -68,14 +68,14 @@ func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerol
 	}
 	// The verdict key sits beside the workspaces root, not in it: sandboxes
 	// see the root (its templates and binary cache), never the key.
-	key, err := validate.LoadVerdictKey(filepath.Join(filepath.Dir(ws.Root()), "verdict.key"))
+	key, err := gotask.LoadVerdictKey(filepath.Join(filepath.Dir(ws.Root()), "verdict.key"))
 	if err != nil {
 		release()
 		return nil, nil, nil, err
 	}
-	hcfg := validate.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, BinCache: filepath.Join(ws.Root(), "bin"), VerdictKey: key}
-	h := validate.NewHarness(ws, hcfg)
-	return &taskEnv{ws: ws, h: h, q: source.NewQuarantine(ws, h, prov, spec.Run, log), hcfg: hcfg}, prov, release, nil
+	hcfg := gotask.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, BinCache: filepath.Join(ws.Root(), "bin"), VerdictKey: key}
+	h := gotask.NewHarness(ws, hcfg)
+	return &taskEnv{ws: ws, h: h, q: gotask.NewQuarantine(ws, h, prov, spec.Run, log), hcfg: hcfg}, prov, release, nil
 }
 
 // oracleFix is what frog sim's simulated agent is told of a real task: the
@@ -94,8 +94,8 @@ func (e *taskEnv) oracleFix(ctx context.Context, t *env.Task) (policysim.Fix, er
 
 // taskReport is what a run of real tasks adds to its summary.
 type taskReport struct {
-	Quarantined []source.Quarantined  `json:"quarantined"`
-	Harness     validate.HarnessStats `json:"harness"`
+	Quarantined []gotask.Quarantined `json:"quarantined"`
+	Harness     gotask.HarnessStats  `json:"harness"`
 }
 
 func (e *taskEnv) report() *taskReport {
@@ -165,7 +165,7 @@ func requireUsable(ctx context.Context, tenv *taskEnv, flag, path string, recs [
 
 // noTaskHoldsUp is the error of a store none of whose n tasks holds up:
 // all quarantined, the first few named with why.
-func noTaskHoldsUp(flag, path string, n int, q []source.Quarantined) error {
+func noTaskHoldsUp(flag, path string, n int, q []gotask.Quarantined) error {
 	var why []string
 	for _, x := range q[:min(len(q), 3)] {
 		why = append(why, x.Reason)

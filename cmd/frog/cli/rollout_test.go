@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy/openai"
 	"github.com/frognano/frog/policy/openai/openaitest"
 	"github.com/frognano/frog/synth"
@@ -43,7 +44,7 @@ func rolloutFixture(t *testing.T, n string) (tasks, ws string, fixes map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := source.NewWorkspaces(ws, zerolog.Nop())
+	w, err := gotask.NewWorkspaces(ws, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

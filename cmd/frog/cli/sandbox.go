@@ -19,7 +19,7 @@ import (
 	"github.com/frognano/frog/env/docker"
 	"github.com/frognano/frog/env/process"
 	envsim "github.com/frognano/frog/env/sim"
-	"github.com/frognano/frog/synth/source"
+	"github.com/frognano/frog/gotask"
 )
 
 // sandboxOptions choose and shape the sandbox backend.
@@ -91,7 +91,7 @@ type sandboxSpec struct {
 	FaultRate   float64
 	// Workspaces lays out real tasks' workspaces; nil for runs of
 	// simulated tasks (and validation, which copies modules itself).
-	Workspaces *source.Workspaces
+	Workspaces *gotask.Workspaces
 	// Validation says the sandboxes validate synthesized tasks: no agent's
 	// code runs in them, and a process sandbox's commands may share one
 	// build cache layer (process.Config.SandboxLayer).

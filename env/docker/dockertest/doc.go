@@ -1,7 +1,7 @@
 // Package dockertest gives tests outside env/docker what they need of the
 // real Docker daemon: frog's sandbox image and providers that clean up after
-// themselves. The actors' chaos test, the CLI's Docker test and synth/source's
-// oracle and re-validation tests use it.
+// themselves. The actors' chaos test, the CLI's Docker test, gotask's oracle
+// tests and synth/source's re-validation tests use it.
 //
 // Image builds the sandbox image once per test binary when the daemon lacks
 // it. Provider opens a docker.Provider for the test and, in a t.Cleanup,

@@ -1,4 +1,4 @@
-package validate
+package gotest
 
 import (
 	"bufio"
@@ -135,8 +135,8 @@ func (c *CoverageMap) OchiaiRank(file string, lo, hi int, failing, passing []str
 	return rank
 }
 
-// parseProfile reads the blocks a cover profile records as executed.
-func parseProfile(data []byte) ([]Block, error) {
+// ParseProfile reads the blocks a cover profile records as executed.
+func ParseProfile(data []byte) ([]Block, error) {
 	var blocks []Block
 	err := readProfile(data, func(b Block, count int) {
 		if count > 0 {

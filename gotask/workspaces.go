@@ -1,4 +1,4 @@
-package source
+package gotask
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/source"
 )
 
 // Workspaces lays out tasks' workspaces on this machine (env.Workspaces):
@@ -81,7 +82,7 @@ func (w *Workspaces) Root() string { return w.root }
 
 // AddLocal registers a module that has no version to fetch (a local
 // directory, a git clone): tasks of module m.Path are laid out from m.Dir.
-func (w *Workspaces) AddLocal(m Module) {
+func (w *Workspaces) AddLocal(m source.Module) {
 	w.mu.Lock()
 	w.locals[m.Path] = m.Dir
 	w.mu.Unlock()
@@ -225,7 +226,7 @@ func (w *Workspaces) ModuleDir(ctx context.Context, t *env.Task) (string, error)
 			return "", env.Infra(err)
 		}
 		defer os.RemoveAll(work)
-		m, err := Fetch(ctx, spec, work)
+		m, err := source.Fetch(ctx, spec, work)
 		if err != nil {
 			return "", fmt.Errorf("task %s: %w", t.ID, err)
 		}

@@ -1,4 +1,4 @@
-package validate
+package gotask
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 )
 
 // Real builds shared by content. A verdict builds the edited tree for real,
@@ -28,7 +29,7 @@ import (
 // tree judged; only whose sandbox built it changes.
 
 // moduleDirs is what names a tree by its content: the module as it was
-// published (synth/source.Workspaces has it).
+// published (Workspaces has it).
 type moduleDirs interface {
 	ModuleDir(ctx context.Context, t *env.Task) (string, error)
 }
@@ -117,17 +118,17 @@ func readIfThere(p string) ([]byte, bool) {
 // other than the code (a time-out, a package with no tests): the caller
 // then runs go test as before. The binary holds the verdict's canary
 // tests (verdict.go); a run of the agent's tests does not ask for them.
-func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, tests []string, limit time.Duration) (tr testRun, ok bool, err error) {
+func (h *Harness) sharedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, tests []string, limit time.Duration) (tr gotest.Run, ok bool, err error) {
 	k := h.treeKey(ctx, sb, t, judged)
 	if k == "" {
-		return testRun{}, false, nil
+		return gotest.Run{}, false, nil
 	}
 	bin, failure, _, ok, err := h.treeBinary(ctx, sb, t, k)
 	switch {
 	case err != nil || !ok:
-		return testRun{}, false, err
+		return gotest.Run{}, false, err
 	case bin == "":
-		return testRun{text: failure}, true, nil // does not build
+		return gotest.Run{Text: failure}, true, nil // does not build
 	}
 	tr, err = h.runBinary(ctx, sb, t.Dir(), bin, tests, limit)
 	return tr, err == nil, err
@@ -157,16 +158,16 @@ func (h *Harness) treeBinary(ctx context.Context, sb env.Sandbox, t *env.Task, k
 		return "", out.(string), c, out.(string) != "", nil
 	}
 	r, err := h.buildWithCanary(ctx, sb, t, c, realBin)
-	if err != nil || r.timedOut {
+	if err != nil || r.TimedOut {
 		return "", "", c, false, err
 	}
 	h.st.realBuilds.Add(1)
-	if r.exit != 0 {
+	if r.Exit != 0 {
 		// The tree does not compile: that is its outcome, for every
 		// sandbox of this run that reaches it (kept in memory only: a
 		// machine's fault can look like a failed build).
-		h.cache.put(k, string(r.out))
-		return "", string(r.out), c, len(r.out) > 0, nil
+		h.cache.put(k, string(r.Out))
+		return "", string(r.Out), c, len(r.Out) > 0, nil
 	}
 	data, err := sb.ReadFile(ctx, realBin)
 	if err != nil {
@@ -176,5 +177,5 @@ func (h *Harness) treeBinary(ctx context.Context, sb env.Sandbox, t *env.Task, k
 		return "", "", c, false, nil // no binary (a package with no tests): go test says what it makes of it
 	}
 	writeShared(h.cfg.BinCache, hostBin, data, 0o555)
-	return upTo(dir) + realBin, "", c, true, nil
+	return gotest.UpTo(dir) + realBin, "", c, true, nil
 }

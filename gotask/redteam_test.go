@@ -1,4 +1,4 @@
-package source
+package gotask
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/env/process"
-	"github.com/frognano/frog/synth/validate"
+	"github.com/frognano/frog/synth/source"
 )
 
 // attackTest is the test an agent adds to a task's package: run by
@@ -166,7 +166,7 @@ func TestProcessSandboxContainsTestCode(t *testing.T) {
 type attack struct {
 	task     *env.Task
 	ws       *Workspaces
-	h        *validate.Harness
+	h        *Harness
 	prov     *process.Provider
 	log      *bytes.Buffer
 	a, b     env.Sandbox
@@ -184,7 +184,7 @@ type attack struct {
 	before       map[string]string // host files and their hashes before the attack
 }
 
-func newAttack(t *testing.T, mods []Module, task *env.Task, contain bool) *attack {
+func newAttack(t *testing.T, mods []source.Module, task *env.Task, contain bool) *attack {
 	t.Helper()
 	ctx := context.Background()
 	a := &attack{task: task, log: &bytes.Buffer{}}
@@ -207,7 +207,7 @@ func newAttack(t *testing.T, mods []Module, task *env.Task, contain bool) *attac
 		t.Fatal(err)
 	}
 	a.bin = filepath.Join(a.ws.Root(), "bin")
-	a.h = validate.NewHarness(a.ws, validate.HarnessConfig{BinCache: a.bin})
+	a.h = NewHarness(a.ws, HarnessConfig{BinCache: a.bin})
 	cfg := process.DefaultConfig()
 	cfg.Contain, cfg.Unshare, cfg.Dir, cfg.Workspaces = contain, false, t.TempDir(), a.ws
 	if a.prov, err = process.New(cfg, zerolog.Nop()); err != nil {

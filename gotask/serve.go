@@ -1,4 +1,4 @@
-package validate
+package gotask
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 )
 
 // Tries served by one process. Starting a test binary costs about 12 ms of
@@ -128,7 +129,7 @@ func TestMain(m *frogtesting.M) {
 			frogfmt.Fprintln(frogos.Stderr, "frog serve:", err)
 			frogos.Exit(97)
 		}
-		` + schemaVar + ` = n
+		` + gotest.SchemaVar + ` = n
 		frogPanicked.Store(false)
 		frogflag.Set("test.timeout", f[1])
 		frogflag.Set("test.run", f[2])
@@ -160,11 +161,11 @@ func hasTestMain(dir string) bool {
 
 // addServeMain lays frog's serving TestMain over package dir (module
 // relative) of schema sc, unless the package in tmpl has a TestMain.
-func addServeMain(sc *schema, tmpl, dir, pkg string) bool {
+func addServeMain(sc *gotest.Schema, tmpl, dir, pkg string) bool {
 	if hasTestMain(filepath.Join(tmpl, filepath.FromSlash(dir))) {
 		return false
 	}
-	sc.files[path.Join(dir, serveMainFile)] = serveMainSource(pkg)
+	sc.Files[path.Join(dir, serveMainFile)] = serveMainSource(pkg)
 	return true
 }
 
@@ -182,10 +183,10 @@ type tryServer struct {
 // env.Starter, a binary without frog's TestMain, a server that could not
 // start) or the run ended a server in which a test had panicked before,
 // and the caller runs a process of its own.
-func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin string, vars []string, mutant int, tests []string, limit time.Duration) (r runResult, ok bool, err error) {
+func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin string, vars []string, mutant int, tests []string, limit time.Duration) (r gotest.Result, ok bool, err error) {
 	st, can := sb.(env.Starter)
 	if !can || !s.Serve || h.cfg.NoServe {
-		return runResult{}, false, nil
+		return gotest.Result{}, false, nil
 	}
 	srv, fresh := (*tryServer)(nil), false
 	if v, found := h.servers.Load(sb); found {
@@ -201,9 +202,9 @@ func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin 
 				Cmd: []string{bin, "-test.v=test2json", "-test.count=1"}})
 			if err != nil {
 				if errors.Is(err, env.ErrInfra) || ctx.Err() != nil {
-					return runResult{}, false, err
+					return gotest.Result{}, false, err
 				}
-				return runResult{}, false, nil
+				return gotest.Result{}, false, nil
 			}
 			h.st.serverStarts.Add(1)
 			srv, fresh = &tryServer{bin: bin, p: p, out: bufio.NewReaderSize(p.Stdout(), 64<<10)}, true
@@ -213,7 +214,7 @@ func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin 
 				h.servers.CompareAndDelete(sb, srv)
 			}(srv)
 		}
-		_, err := fmt.Fprintf(srv.p.Stdin(), "%d %s %s\n", mutant, limit, runRegexp(tests))
+		_, err := fmt.Fprintf(srv.p.Stdin(), "%d %s %s\n", mutant, limit, gotest.RunRegexp(tests))
 		if err == nil || fresh {
 			break // a fresh server's failure is read below, as its output
 		}
@@ -229,9 +230,9 @@ func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin 
 	stop()
 	if err := ctx.Err(); err != nil {
 		h.dropServer(sb, srv)
-		return runResult{}, true, err
+		return gotest.Result{}, true, err
 	}
-	r = runResult{out: out, exit: code, timedOut: timedOut.Load(), wall: time.Since(start)}
+	r = gotest.Result{Out: out, Exit: code, TimedOut: timedOut.Load(), Wall: time.Since(start)}
 	if !ended {
 		// The try ended the process: its output so far is the result, as
 		// a process of its own would give, unless a test panicked in an
@@ -242,11 +243,11 @@ func (h *Harness) served(ctx context.Context, sb env.Sandbox, s *trySchema, bin 
 		h.dropServer(sb, srv)
 		<-srv.p.Done()
 		if srv.tainted {
-			return runResult{}, false, nil
+			return gotest.Result{}, false, nil
 		}
-		r.exit = srv.p.ExitCode()
-		if r.timedOut {
-			r.exit = -1
+		r.Exit = srv.p.ExitCode()
+		if r.TimedOut {
+			r.Exit = -1
 		}
 	}
 	srv.tainted = srv.tainted || panicked
@@ -273,7 +274,7 @@ func readServed(rd *bufio.Reader) (out []byte, code int, panicked, ended bool) {
 				return bytes.TrimSuffix(b.Bytes(), []byte("\n")), code, f[1] == "true", true
 			}
 		}
-		if b.Len() < maxOutput {
+		if b.Len() < gotest.MaxOutput {
 			b.Write(line)
 		}
 		if err == bufio.ErrBufferFull {

@@ -1,4 +1,4 @@
-package source
+package gotask
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"github.com/frognano/frog/env/docker/dockertest"
 	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
-	"github.com/frognano/frog/synth/validate"
 )
 
 var stored struct {
@@ -38,10 +38,14 @@ func storedTasks(t *testing.T) []synth.TaskRecord {
 	if stored.recs != nil {
 		return stored.recs
 	}
-	s := newTiny(t)
+	m, err := source.Local(tinyModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSynth(t, []source.Module{m}, source.Config{})
 	path := filepath.Join(t.TempDir(), "tasks.jsonl")
-	err := s.Generate(context.Background(), 0, func(r synth.TaskRecord) error { return store.Append(path, r) })
-	if !errors.Is(err, ErrExhausted) {
+	err = s.Generate(context.Background(), 0, func(r synth.TaskRecord) error { return store.Append(path, r) })
+	if !errors.Is(err, source.ErrExhausted) {
 		t.Fatalf("Generate = %v, want ErrExhausted", err)
 	}
 	recs, err := store.Load(path)
@@ -64,12 +68,12 @@ func storedTasks(t *testing.T) []synth.TaskRecord {
 func checkStored(t *testing.T, newProv func(*Workspaces) env.Provider, recs []synth.TaskRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	m, err := Local(tiny)
+	m, err := source.Local(tinyModule)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := newWorkspaces(t, []Module{m})
-	q := NewQuarantine(ws, validate.NewHarness(ws, validate.HarnessConfig{}), newProv(ws), "stored", zerolog.Nop())
+	ws := newWorkspaces(t, []source.Module{m})
+	q := NewQuarantine(ws, NewHarness(ws, HarnessConfig{}), newProv(ws), "stored", zerolog.Nop())
 	combos := 0
 	for _, r := range recs {
 		if err := q.Check(ctx, &r.Task); err != nil {
@@ -130,7 +134,7 @@ func TestStoredTasksHoldUpInDockerSandbox(t *testing.T) {
 func TestQuarantineRefusesPathsOutsideTheModule(t *testing.T) {
 	top := t.TempDir()
 	mod := filepath.Join(top, "mod")
-	if err := os.CopyFS(mod, os.DirFS(tiny)); err != nil {
+	if err := os.CopyFS(mod, os.DirFS(tinyModule)); err != nil {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(top, "outside.go")
@@ -140,11 +144,11 @@ func TestQuarantineRefusesPathsOutsideTheModule(t *testing.T) {
 	if err := os.Symlink("../../outside.go", filepath.Join(mod, "calc", "link.go")); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Local(mod)
+	m, err := source.Local(mod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := newWorkspaces(t, []Module{m})
+	ws := newWorkspaces(t, []source.Module{m})
 	q := NewQuarantine(ws, nil, nil, "escape", zerolog.Nop())
 	tests := []struct {
 		name, file, want string

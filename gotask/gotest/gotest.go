@@ -1,4 +1,4 @@
-package validate
+package gotest
 
 import (
 	"bufio"
@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// runResult is what one go command did.
-type runResult struct {
-	exit     int
-	out      []byte
-	timedOut bool
-	wall     time.Duration
+// Result is what one go command did.
+type Result struct {
+	Exit     int
+	Out      []byte
+	TimedOut bool
+	Wall     time.Duration
 }
 
 // testEvent is one line of `go test -json`.
@@ -26,41 +26,42 @@ type testEvent struct {
 	Elapsed float64
 }
 
-// testRun is the outcome of one `go test -json` run, by top-level test.
-type testRun struct {
-	passed, failed []string
+// Run is the outcome of one `go test -json` run, by top-level test.
+type Run struct {
+	Passed, Failed []string
 	// elapsed is each top-level test's time.
-	elapsed map[string]time.Duration
+	Elapsed map[string]time.Duration
 	// output holds each failed test's output.
-	output   map[string]string
-	timedOut bool
+	Output   map[string]string
+	TimedOut bool
 	// built is false when the package or its tests did not compile.
-	built bool
-	wall  time.Duration
-	raw   string
+	Built bool
+	Wall  time.Duration
+	Raw   string
 	// text is the output that belongs to no test: build errors, a
 	// package's own FAIL lines.
-	text string
+	Text string
 	// died: the test binary exited non-zero with no test failed (os.Exit,
 	// a crash outside any test).
-	died bool
+	Died bool
 	// unfinished: some top-level test started and got no verdict (the
 	// binary died under it); parallel names the top-level tests that
 	// paused for t.Parallel (test binary runs only).
-	unfinished bool
-	parallel   map[string]bool
+	Unfinished bool
+	Parallel   map[string]bool
 	// exit is the test binary's exit status (test binary runs only; -1
 	// when it timed out); logs holds every top-level test's output, passed
 	// or failed, up to maxTestOutput each (test binary runs only).
-	exit int
-	logs map[string]string
+	Exit int
+	Logs map[string]string
 }
 
-func parseTestJSON(r runResult) testRun {
-	tr := testRun{output: map[string]string{}, elapsed: map[string]time.Duration{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out)}
+// ParseJSON reads the output of `go test -json`.
+func ParseJSON(r Result) Run {
+	tr := Run{Output: map[string]string{}, Elapsed: map[string]time.Duration{}, TimedOut: r.TimedOut, Wall: r.Wall, Raw: string(r.Out)}
 	outs := map[string]*strings.Builder{}
 	var text []byte
-	sc := bufio.NewScanner(bytes.NewReader(r.out))
+	sc := bufio.NewScanner(bytes.NewReader(r.Out))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<24) // grows for a long line
 	for sc.Scan() {
 		var e testEvent
@@ -68,7 +69,7 @@ func parseTestJSON(r runResult) testRun {
 			continue
 		}
 		if strings.Contains(e.Output, "panic: test timed out") {
-			tr.timedOut = true
+			tr.TimedOut = true
 		}
 		if e.Test == "" && e.Output != "" && len(text) < maxTestOutput {
 			text = append(text, e.Output...)
@@ -82,24 +83,24 @@ func parseTestJSON(r runResult) testRun {
 		}
 		switch e.Action {
 		case "run":
-			tr.built = true
+			tr.Built = true
 		case "pass":
-			tr.passed = append(tr.passed, e.Test)
-			tr.elapsed[e.Test] = time.Duration(e.Elapsed * float64(time.Second))
+			tr.Passed = append(tr.Passed, e.Test)
+			tr.Elapsed[e.Test] = time.Duration(e.Elapsed * float64(time.Second))
 		case "fail":
-			tr.failed = append(tr.failed, e.Test)
+			tr.Failed = append(tr.Failed, e.Test)
 		case "output":
 			appendOut(outs, e.Test, e.Output)
 		}
 	}
-	for _, t := range tr.failed {
+	for _, t := range tr.Failed {
 		if b := outs[t]; b != nil {
-			tr.output[t] = b.String()
+			tr.Output[t] = b.String()
 		}
 	}
-	sort.Strings(tr.passed)
-	sort.Strings(tr.failed)
-	tr.text = string(text)
+	sort.Strings(tr.Passed)
+	sort.Strings(tr.Failed)
+	tr.Text = string(text)
 	return tr
 }
 
@@ -116,8 +117,8 @@ func appendOut(outs map[string]*strings.Builder, test, s string) {
 	}
 }
 
-// runRegexp matches exactly the named top-level tests.
-func runRegexp(tests []string) string {
+// RunRegexp matches exactly the named top-level tests.
+func RunRegexp(tests []string) string {
 	q := make([]string, len(tests))
 	for i, t := range tests {
 		q[i] = regexp.QuoteMeta(t)
@@ -125,21 +126,21 @@ func runRegexp(tests []string) string {
 	return "^(" + strings.Join(q, "|") + ")$"
 }
 
-// parseChatty reads the output of a test binary run with
+// ParseChatty reads the output of a test binary run with
 // -test.v=test2json: framing lines start with ^V ("=== RUN   TestX",
 // "--- FAIL: TestX (0.00s)"), everything else is output of the test named
 // last. Only a verdict counts: when a test panics, the testing package
 // reports it failed and the binary dies; tests paused beside it (t.Parallel)
 // never finish and are neither passed nor failed, as go test reports them.
 // died says that the binary exited non-zero with no test failed.
-func parseChatty(r runResult) testRun {
-	tr := testRun{output: map[string]string{}, elapsed: map[string]time.Duration{}, timedOut: r.timedOut, wall: r.wall, raw: string(r.out), built: true, parallel: map[string]bool{}}
+func ParseChatty(r Result) Run {
+	tr := Run{Output: map[string]string{}, Elapsed: map[string]time.Duration{}, TimedOut: r.TimedOut, Wall: r.Wall, Raw: string(r.Out), Built: true, Parallel: map[string]bool{}}
 	outs := map[string]*strings.Builder{}
 	started := map[string]bool{}
 	var order []string
 	verdict := map[string]bool{}
 	cur := ""
-	sc := bufio.NewScanner(bytes.NewReader(r.out))
+	sc := bufio.NewScanner(bytes.NewReader(r.Out))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<24) // grows for a long line
 	for sc.Scan() {
 		line := sc.Text()
@@ -157,7 +158,7 @@ func parseChatty(r runResult) testRun {
 					order = append(order, cur)
 				}
 				if len(f) >= 3 && f[1] == "PAUSE" && !strings.Contains(cur, "/") {
-					tr.parallel[cur] = true
+					tr.Parallel[cur] = true
 				}
 			case strings.HasPrefix(rest, "--- "):
 				// "--- PASS: Name (0.00s)"
@@ -176,7 +177,7 @@ func parseChatty(r runResult) testRun {
 					}
 					if len(f) >= 4 {
 						if d, err := time.ParseDuration(strings.Trim(f[3], "()")); err == nil {
-							tr.elapsed[name] = d
+							tr.Elapsed[name] = d
 						}
 					}
 				}
@@ -185,7 +186,7 @@ func parseChatty(r runResult) testRun {
 			continue
 		}
 		if strings.HasPrefix(line, "panic: test timed out") {
-			tr.timedOut = true
+			tr.TimedOut = true
 		}
 		if cur != "" {
 			top, _, _ := strings.Cut(cur, "/")
@@ -196,37 +197,37 @@ func parseChatty(r runResult) testRun {
 		pass, ok := verdict[t]
 		switch {
 		case ok && pass:
-			tr.passed = append(tr.passed, t)
+			tr.Passed = append(tr.Passed, t)
 		case ok:
-			tr.failed = append(tr.failed, t)
+			tr.Failed = append(tr.Failed, t)
 		default:
-			tr.unfinished = true
+			tr.Unfinished = true
 		}
 	}
-	tr.died = r.exit != 0 && len(tr.failed) == 0 && !tr.timedOut
-	tr.exit = r.exit
-	tr.logs = map[string]string{}
+	tr.Died = r.Exit != 0 && len(tr.Failed) == 0 && !tr.TimedOut
+	tr.Exit = r.Exit
+	tr.Logs = map[string]string{}
 	for t, b := range outs {
-		tr.logs[t] = b.String()
+		tr.Logs[t] = b.String()
 	}
-	for _, t := range tr.failed {
+	for _, t := range tr.Failed {
 		if b := outs[t]; b != nil {
-			tr.output[t] = b.String()
+			tr.Output[t] = b.String()
 		}
 	}
-	sort.Strings(tr.passed)
-	sort.Strings(tr.failed)
+	sort.Strings(tr.Passed)
+	sort.Strings(tr.Failed)
 	return tr
 }
 
-// crashed reports that the test binary died under its tests: a test
+// Crashed reports that the test binary died under its tests: a test
 // panicked (which kills the binary), or a test never got a verdict.
-func (tr testRun) crashed() bool {
-	if tr.unfinished {
+func (tr Run) Crashed() bool {
+	if tr.Unfinished {
 		return true
 	}
-	for _, t := range tr.failed {
-		if strings.Contains(tr.output[t], "\npanic: ") || strings.HasPrefix(tr.output[t], "panic: ") {
+	for _, t := range tr.Failed {
+		if strings.Contains(tr.Output[t], "\npanic: ") || strings.HasPrefix(tr.Output[t], "panic: ") {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package validate
+package gotask
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 )
 
 // The verdict is the reward, and the code it runs is the agent's: an
@@ -94,14 +97,14 @@ func (c canary) tests() []string { return []string{c.pass, c.fail} }
 
 // check says what is wrong with a run of the canary's binary whose
 // deciding tests all reported a pass: "" when the canaries held.
-func (c canary) check(tr testRun) string {
+func (c canary) check(tr gotest.Run) string {
 	switch {
-	case !slices.Contains(tr.passed, c.pass) || !strings.Contains(tr.logs[c.pass], c.passLog):
+	case !slices.Contains(tr.Passed, c.pass) || !strings.Contains(tr.Logs[c.pass], c.passLog):
 		return "the verdict's canary test that must pass did not report its own pass"
-	case !slices.Contains(tr.failed, c.fail) || !strings.Contains(tr.logs[c.fail], c.failLog):
+	case !slices.Contains(tr.Failed, c.fail) || !strings.Contains(tr.Logs[c.fail], c.failLog):
 		return "the verdict's canary test that must fail did not report its own failure"
-	case tr.exit != 1:
-		return fmt.Sprintf("the test binary exited %d though a test failed (want 1)", tr.exit)
+	case tr.Exit != 1:
+		return fmt.Sprintf("the test binary exited %d though a test failed (want 1)", tr.Exit)
 	}
 	return ""
 }
@@ -272,8 +275,8 @@ func (h *Harness) judgedTree(ctx context.Context, sb env.Sandbox, ws *env.Worksp
 
 // passed says that every test of tests passed in tr, which built and
 // finished in time.
-func passed(tests []string, tr testRun) bool {
-	return tr.built && !tr.timedOut && len(notPassed(tests, tr)) == 0
+func passed(tests []string, tr gotest.Run) bool {
+	return tr.Built && !tr.TimedOut && len(notPassed(tests, tr)) == 0
 }
 
 // judgedRun runs tests of task t in sb's tree (judged: what differs from
@@ -281,7 +284,7 @@ func passed(tests []string, tr testRun) bool {
 // tests, and checks the canaries where every test reported a pass:
 // suspect says what did not add up. The binary is the tree's shared one
 // where trees are shared (sharedRun), else one built here for this run.
-func (h *Harness) judgedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, tests []string, limit time.Duration) (tr testRun, suspect string, err error) {
+func (h *Harness) judgedRun(ctx context.Context, sb env.Sandbox, t *env.Task, judged map[string][]byte, tests []string, limit time.Duration) (tr gotest.Run, suspect string, err error) {
 	k := h.treeKey(ctx, sb, t, judged)
 	var bin, failure string
 	var c canary
@@ -289,17 +292,17 @@ func (h *Harness) judgedRun(ctx context.Context, sb env.Sandbox, t *env.Task, ju
 	if k != "" {
 		bin, failure, c, ok, err = h.treeBinary(ctx, sb, t, k)
 		if err != nil {
-			return testRun{}, "", err
+			return gotest.Run{}, "", err
 		}
 	}
 	if !ok {
 		bin, failure, c, err = h.localBinary(ctx, sb, t, judged)
 		if err != nil {
-			return testRun{}, "", err
+			return gotest.Run{}, "", err
 		}
 	}
 	if bin == "" {
-		return testRun{text: failure}, "", nil // does not build
+		return gotest.Run{Text: failure}, "", nil // does not build
 	}
 	run := tests
 	if c.file != "" {
@@ -307,7 +310,7 @@ func (h *Harness) judgedRun(ctx context.Context, sb env.Sandbox, t *env.Task, ju
 	}
 	tr, err = h.runBinary(ctx, sb, t.Dir(), bin, run, limit)
 	if err != nil {
-		return testRun{}, "", err
+		return gotest.Run{}, "", err
 	}
 	if passed(tests, tr) && c.file != "" {
 		suspect = c.check(tr)
@@ -342,20 +345,20 @@ func (h *Harness) localBinary(ctx context.Context, sb env.Sandbox, t *env.Task, 
 	if err != nil {
 		return "", "", c, err
 	}
-	if r.timedOut {
+	if r.TimedOut {
 		return "", "the build timed out", c, nil
 	}
-	if r.exit != 0 {
-		return "", string(r.out), c, nil
+	if r.Exit != 0 {
+		return "", string(r.Out), c, nil
 	}
-	return upTo(t.Dir()) + verdictBin, "", c, nil
+	return gotest.UpTo(t.Dir()) + verdictBin, "", c, nil
 }
 
 // buildWithCanary builds the test binary of task t's package in sb at out
 // (workspace-relative) with canary c's file in the package, and removes
 // the file before it returns, so that no test the binary runs can read it.
-func (h *Harness) buildWithCanary(ctx context.Context, sb env.Sandbox, t *env.Task, c canary, out string) (runResult, error) {
-	build := func() (runResult, error) {
+func (h *Harness) buildWithCanary(ctx context.Context, sb env.Sandbox, t *env.Task, c canary, out string) (gotest.Result, error) {
+	build := func() (gotest.Result, error) {
 		start := time.Now()
 		defer func() { h.st.spent("real-build", time.Since(start)) }()
 		return h.goCmd(ctx, sb, h.cfg.BuildTimeout, "test", "-c", "-vet=off", "-ldflags=-s -w", "-o", out, "./"+t.Dir())
@@ -366,22 +369,22 @@ func (h *Harness) buildWithCanary(ctx context.Context, sb env.Sandbox, t *env.Ta
 	start := time.Now()
 	pkg, err := h.packageOf(ctx, t)
 	if err != nil {
-		return runResult{}, err
+		return gotest.Result{}, err
 	}
 	file := path.Join(t.Dir(), c.file)
 	if err := sb.WriteFile(ctx, file, c.source(pkg)); err != nil {
-		return runResult{}, err
+		return gotest.Result{}, err
 	}
 	h.st.spent("verdict-checks", time.Since(start))
 	r, err := build()
 	start = time.Now()
-	rm, rmErr := execIn(context.WithoutCancel(ctx), sb, time.Minute, "rm", "-f", file)
+	rm, rmErr := gotest.ExecIn(context.WithoutCancel(ctx), sb, time.Minute, "rm", "-f", file)
 	h.st.spent("verdict-checks", time.Since(start))
 	if err != nil {
-		return runResult{}, err
+		return gotest.Result{}, err
 	}
-	if rmErr != nil || rm.exit != 0 {
-		return runResult{}, env.Infra(fmt.Errorf("remove the verdict's canary file: %v %s", rmErr, rm.out))
+	if rmErr != nil || rm.Exit != 0 {
+		return gotest.Result{}, env.Infra(fmt.Errorf("remove the verdict's canary file: %v %s", rmErr, rm.Out))
 	}
 	return r, nil
 }
@@ -398,4 +401,46 @@ func (h *Harness) packageOf(ctx context.Context, t *env.Task) (string, error) {
 		return "", env.Infra(fmt.Errorf("task %s: the package of %s: %v", t.ID, t.Dir(), err))
 	}
 	return bp.Name, nil
+}
+
+// restoreTests writes back, from the task's template, every test file,
+// testdata file and go.mod or go.sum the episode changed, and empties the test files it added
+// (a Go file that is empty but for nothing is a build error, so they get a
+// package clause and nothing else).
+func (h *Harness) restoreTests(ctx context.Context, sb env.Sandbox, ws *env.Workspace) (map[string][]byte, error) {
+	var tmpl string
+	restored := map[string][]byte{}
+	for _, f := range ws.Files() {
+		if !restoredFile(f) {
+			continue
+		}
+		if tmpl == "" {
+			var err error
+			if tmpl, err = h.ws.Template(ctx, ws.Task); err != nil {
+				return nil, env.Infra(err)
+			}
+		}
+		orig, err := os.ReadFile(filepath.Join(tmpl, filepath.FromSlash(f)))
+		switch {
+		case errors.Is(err, os.ErrNotExist) && strings.HasSuffix(f, ".go"):
+			orig = []byte("package " + packageName(ws.Changed()[f]) + "\n")
+		case errors.Is(err, os.ErrNotExist):
+			orig = nil
+		case err != nil:
+			return nil, env.Infra(err)
+		}
+		if err := sb.WriteFile(ctx, f, orig); err != nil {
+			return nil, err
+		}
+		restored[f] = orig
+	}
+	return restored, nil
+}
+
+func packageName(src []byte) string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.PackageClauseOnly)
+	if err != nil {
+		return "main"
+	}
+	return f.Name.Name
 }

@@ -1,4 +1,4 @@
-package validate
+package gotask
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/gotask/gotest"
 )
 
 func TestScreenChange(t *testing.T) {
@@ -89,25 +90,25 @@ func TestCanary(t *testing.T) {
 			t.Errorf("the canary's source lacks %q:\n%s", want, src)
 		}
 	}
-	held := testRun{passed: []string{"TestA", a.pass}, failed: []string{a.fail}, exit: 1,
-		logs: map[string]string{a.pass: "    x_test.go:5: " + a.passLog + "\n", a.fail: "    x_test.go:7: " + a.failLog + "\n"}}
+	held := gotest.Run{Passed: []string{"TestA", a.pass}, Failed: []string{a.fail}, Exit: 1,
+		Logs: map[string]string{a.pass: "    x_test.go:5: " + a.passLog + "\n", a.fail: "    x_test.go:7: " + a.failLog + "\n"}}
 	if got := a.check(held); got != "" {
 		t.Errorf("canaries that held: %q", got)
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*testRun)
+		edit func(*gotest.Run)
 		want string
 	}{
-		{"every test passed (the fail canary too)", func(tr *testRun) { tr.passed, tr.failed = append(tr.passed, a.fail), nil }, "must fail"},
-		{"the pass canary never ran", func(tr *testRun) { tr.passed = []string{"TestA"}; delete(tr.logs, a.pass) }, "must pass"},
-		{"the pass canary passed without its log", func(tr *testRun) { tr.logs[a.pass] = "" }, "must pass"},
-		{"the fail canary failed without its message", func(tr *testRun) { tr.logs[a.fail] = "--- FAIL" }, "must fail"},
-		{"exit 0", func(tr *testRun) { tr.exit = 0 }, "exited 0"},
+		{"every test passed (the fail canary too)", func(tr *gotest.Run) { tr.Passed, tr.Failed = append(tr.Passed, a.fail), nil }, "must fail"},
+		{"the pass canary never ran", func(tr *gotest.Run) { tr.Passed = []string{"TestA"}; delete(tr.Logs, a.pass) }, "must pass"},
+		{"the pass canary passed without its log", func(tr *gotest.Run) { tr.Logs[a.pass] = "" }, "must pass"},
+		{"the fail canary failed without its message", func(tr *gotest.Run) { tr.Logs[a.fail] = "--- FAIL" }, "must fail"},
+		{"exit 0", func(tr *gotest.Run) { tr.Exit = 0 }, "exited 0"},
 	} {
 		tr := held
-		tr.passed, tr.failed = append([]string(nil), held.passed...), append([]string(nil), held.failed...)
-		tr.logs = map[string]string{a.pass: held.logs[a.pass], a.fail: held.logs[a.fail]}
+		tr.Passed, tr.Failed = append([]string(nil), held.Passed...), append([]string(nil), held.Failed...)
+		tr.Logs = map[string]string{a.pass: held.Logs[a.pass], a.fail: held.Logs[a.fail]}
 		tc.edit(&tr)
 		if got := a.check(tr); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: check = %q, want %q", tc.name, got, tc.want)

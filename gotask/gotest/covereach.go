@@ -1,4 +1,4 @@
-package validate
+package gotest
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"github.com/frognano/frog/env"
 )
 
-// testCover is one test's run under coverEach.
-type testCover struct {
+// TestCover is one test's run under coverEach.
+type TestCover struct {
 	// Ran says the test ran and returned: Exit is its status (0 passed).
 	Ran  bool
 	Exit int
@@ -120,12 +120,12 @@ func TestMain(m *frogtesting.M) {
 `)
 }
 
-// buildCoverBinary builds package dir's coverage test binary at bin (dir
+// BuildCoverBinary builds package dir's coverage test binary at bin (dir
 // module-relative, as the go command at the module root takes it, which
 // goCmd runs), with frog's TestMain for package pkg written with write
 // (pkg "": without it); a package with a TestMain of its own is built
 // again without frog's.
-func buildCoverBinary(write func(rel string, data []byte) error, goCmd func(args ...string) (runResult, error), dir, pkg, bin string) (runResult, error) {
+func BuildCoverBinary(write func(rel string, data []byte) error, goCmd func(args ...string) (Result, error), dir, pkg, bin string) (Result, error) {
 	args := func(ov string) []string {
 		a := []string{"test", "-c", "-vet=off", "-covermode=count", "-ldflags=-s -w", "-o", bin}
 		if ov != "" {
@@ -137,11 +137,11 @@ func buildCoverBinary(write func(rel string, data []byte) error, goCmd func(args
 	if pkg != "" {
 		var err error
 		if ov, err = writeCoverMain(write, dir, pkg); err != nil {
-			return runResult{}, err
+			return Result{}, err
 		}
 	}
 	r, err := goCmd(args(ov)...)
-	if err == nil && ov != "" && r.exit != 0 && bytes.Contains(r.out, []byte("TestMain")) {
+	if err == nil && ov != "" && r.Exit != 0 && bytes.Contains(r.Out, []byte("TestMain")) {
 		return goCmd(args("")...)
 	}
 	return r, err
@@ -163,24 +163,24 @@ func writeCoverMain(write func(rel string, data []byte) error, dir, pkg string) 
 	return ov, write(ov, data)
 }
 
-// coverOnce runs tests in one process of bin (relative to dir, built with
+// CoverOnce runs tests in one process of bin (relative to dir, built with
 // frog's TestMain), as coverEach names its arguments, and returns each
 // test's run in the order they ran; it stops at the first it has no
 // record of (the binary died in it). started is false when it has none
 // at all: bin was not built with frog's TestMain, or what it wrote could
 // not be read.
-func coverOnce(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) (res []testCover, started bool, err error) {
+func CoverOnce(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) (res []TestCover, started bool, err error) {
 	pats := make([]string, len(tests))
 	for i, t := range tests {
-		pats[i] = runRegexp([]string{t})
+		pats[i] = RunRegexp([]string{t})
 	}
 	if err := sb.WriteFile(ctx, path.Join(out, "each.list"), []byte(strings.Join(pats, "\n")+"\n")); err != nil {
 		return nil, false, err
 	}
 	data := path.Join(outFromDir, "each.data")
 	script := fmt.Sprintf("cd %s && rm -f %s && FROG_COVER_EACH=%s FROG_COVER_OUT=%s exec %s -test.count=1 -test.timeout %s >/dev/null 2>&1",
-		shellQuote(dir), shellQuote(data), shellQuote(path.Join(outFromDir, "each.list")), shellQuote(data), shellQuote(bin), timeout)
-	if _, err := execIn(ctx, sb, time.Duration(len(tests))*(timeout+time.Second), "sh", "-c", script); err != nil {
+		ShellQuote(dir), ShellQuote(data), ShellQuote(path.Join(outFromDir, "each.list")), ShellQuote(data), ShellQuote(bin), timeout)
+	if _, err := ExecIn(ctx, sb, time.Duration(len(tests))*(timeout+time.Second), "sh", "-c", script); err != nil {
 		return nil, false, err
 	}
 	raw, err := sb.ReadFile(ctx, path.Join(out, "each.data"))
@@ -197,7 +197,7 @@ func coverOnce(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir st
 // readCoverOnce reads the records coverMainSource wrote for n tests
 // (each a cover profile of the counts so far); started says it read the
 // one before the first.
-func readCoverOnce(raw []byte, n int) (res []testCover, started bool) {
+func readCoverOnce(raw []byte, n int) (res []TestCover, started bool) {
 	var prev map[Block]int
 	var init []Block
 	for len(raw) > 0 && len(res) < n {
@@ -242,7 +242,7 @@ func readCoverOnce(raw []byte, n int) (res []testCover, started bool) {
 					blocks = append(blocks, b)
 				}
 			}
-			res = append(res, testCover{Ran: true, Exit: code, Profiled: true, Blocks: blocks})
+			res = append(res, TestCover{Ran: true, Exit: code, Profiled: true, Blocks: blocks})
 			prev = counts
 		default:
 			return res, prev != nil
@@ -251,28 +251,28 @@ func readCoverOnce(raw []byte, n int) (res []testCover, started bool) {
 	return res, prev != nil
 }
 
-// coverTests runs each of tests under the coverage test binary bin, as
-// coverEach names its arguments: in one process where bin has frog's
+// CoverTests runs each of tests under the coverage test binary bin, as
+// CoverEach names its arguments: in one process where bin has frog's
 // TestMain; a test the process died in, alone (a process of its own says
 // how it ends), and the tests after it in one process again; all a
 // process each where bin has not frog's TestMain.
-func coverTests(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) ([]testCover, error) {
-	var res []testCover
+func CoverTests(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) ([]TestCover, error) {
+	var res []TestCover
 	for len(res) < len(tests) {
-		done, started, err := coverOnce(ctx, sb, dir, bin, out, outFromDir, tests[len(res):], timeout)
+		done, started, err := CoverOnce(ctx, sb, dir, bin, out, outFromDir, tests[len(res):], timeout)
 		if err != nil {
 			return nil, err
 		}
 		if res = append(res, done...); !started || len(res) == len(tests) {
 			break
 		}
-		died, err := coverEach(ctx, sb, dir, bin, out, outFromDir, tests[len(res):len(res)+1], timeout)
+		died, err := CoverEach(ctx, sb, dir, bin, out, outFromDir, tests[len(res):len(res)+1], timeout)
 		if err != nil {
 			return nil, err
 		}
 		res = append(res, died...)
 	}
-	rest, err := coverEach(ctx, sb, dir, bin, out, outFromDir, tests[len(res):], timeout)
+	rest, err := CoverEach(ctx, sb, dir, bin, out, outFromDir, tests[len(res):], timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func coverTests(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir s
 	for j, i := range again {
 		names[j] = tests[i]
 	}
-	alone, err := coverEach(ctx, sb, dir, bin, out, outFromDir, names, timeout)
+	alone, err := CoverEach(ctx, sb, dir, bin, out, outFromDir, names, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func coverTests(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir s
 	return res, nil
 }
 
-// coverEach runs each of tests alone under the coverage test binary bin,
+// CoverEach runs each of tests alone under the coverage test binary bin,
 // one after another in one sandbox command (a command a test would cost
 // about five times the test itself here: docs/episodes.md), each with its
 // own cover profile. dir is the package's directory in sb and bin is
@@ -312,25 +312,25 @@ func coverTests(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir s
 // after. Each test has the binary's -test.timeout of timeout; the command
 // as a whole, a second a test more. A test whose status the command did not
 // report (the command timed out before it) is returned with Ran false.
-func coverEach(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) ([]testCover, error) {
-	res := make([]testCover, len(tests))
+func CoverEach(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir string, tests []string, timeout time.Duration) ([]TestCover, error) {
+	res := make([]TestCover, len(tests))
 	if len(tests) == 0 {
 		return res, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cd %s || exit 97\nrm -rf %s && mkdir -p %s || exit 97\n", shellQuote(dir), shellQuote(outFromDir), shellQuote(outFromDir))
+	fmt.Fprintf(&b, "cd %s || exit 97\nrm -rf %s && mkdir -p %s || exit 97\n", ShellQuote(dir), ShellQuote(outFromDir), ShellQuote(outFromDir))
 	for i, t := range tests {
 		fmt.Fprintf(&b, "%s -test.run %s -test.count=1 -test.timeout %s -test.coverprofile %s >/dev/null 2>&1\necho \"frog-cover %d $?\"\n",
-			shellQuote(bin), shellQuote(runRegexp([]string{t})), timeout, shellQuote(path.Join(outFromDir, strconv.Itoa(i)+".out")), i)
+			ShellQuote(bin), ShellQuote(RunRegexp([]string{t})), timeout, ShellQuote(path.Join(outFromDir, strconv.Itoa(i)+".out")), i)
 	}
-	r, err := execIn(ctx, sb, time.Duration(len(tests))*(timeout+time.Second), "sh", "-c", b.String())
+	r, err := ExecIn(ctx, sb, time.Duration(len(tests))*(timeout+time.Second), "sh", "-c", b.String())
 	if err != nil {
 		return nil, err
 	}
-	if r.exit == 97 {
-		return nil, fmt.Errorf("coverage runs: %s", firstLines(string(r.out), 4))
+	if r.Exit == 97 {
+		return nil, fmt.Errorf("coverage runs: %s", FirstLines(string(r.Out), 4))
 	}
-	sc := bufio.NewScanner(bytes.NewReader(r.out))
+	sc := bufio.NewScanner(bytes.NewReader(r.Out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -351,7 +351,7 @@ func coverEach(ctx context.Context, sb env.Sandbox, dir, bin, out, outFromDir st
 		data, err := sb.ReadFile(ctx, path.Join(out, strconv.Itoa(i)+".out"))
 		switch {
 		case err == nil:
-			if blocks, err := parseProfile(data); err == nil {
+			if blocks, err := ParseProfile(data); err == nil {
 				res[i].Profiled, res[i].Blocks = true, blocks
 			}
 		case errors.Is(err, env.ErrInfra) || ctx.Err() != nil:

@@ -1,4 +1,4 @@
-package validate
+package gotest
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/frognano/frog/env"
-	"github.com/frognano/frog/synth"
 )
 
 // Mutant schemata. Building and linking a test binary per mutant costs a
@@ -42,39 +41,39 @@ import (
 // mutant leaves unused (the original function still uses it) is found by
 // counting uses.
 
-// schemaVar is the package-level variable the dispatch switches read.
-const schemaVar = "frogMutant"
+// SchemaVar is the package-level variable the dispatch switches read.
+const SchemaVar = "frogMutant"
 
-// identity is the mutant number of the identity copies.
-const identity = -1
+// Identity is the mutant number of the identity copies.
+const Identity = -1
 
-// pkgSource is the parsed non-test source of one package.
-type pkgSource struct {
-	dir   string // module-relative directory, slash-separated
-	name  string // package name
-	fset  *token.FileSet
-	files map[string]*srcFile // by module-relative path
-	lines int                 // non-test lines in the package
+// Package is the parsed non-test source of one package.
+type Package struct {
+	Dir   string // module-relative directory, slash-separated
+	Name  string // package name
+	Fset  *token.FileSet
+	Files map[string]*File // by module-relative path
+	Lines int              // non-test lines in the package
 }
 
-// srcFile is one original file.
-type srcFile struct {
-	src  []byte
-	file *ast.File
-	tf   *token.File
-	uses map[string]int // import name -> selector uses in the file
+// File is one original file.
+type File struct {
+	Src  []byte
+	AST  *ast.File
+	Tok  *token.File
+	Uses map[string]int // import name -> selector uses in the file
 }
 
-// parsePackage parses the non-test Go files of the package in directory rel
+// ParsePackage parses the non-test Go files of the package in directory rel
 // of the module rooted at dir.
-func parsePackage(dir, rel string) (*pkgSource, error) {
+func ParsePackage(dir, rel string) (*Package, error) {
 	pdir := filepath.Join(dir, filepath.FromSlash(rel))
 	entries, err := os.ReadDir(pdir)
 	if err != nil {
 		return nil, err
 	}
 	dirRel := strings.TrimPrefix(path.Clean(filepath.ToSlash(rel)), "./")
-	ps := &pkgSource{dir: dirRel, fset: token.NewFileSet(), files: map[string]*srcFile{}}
+	ps := &Package{Dir: dirRel, Fset: token.NewFileSet(), Files: map[string]*File{}}
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
@@ -85,25 +84,25 @@ func parsePackage(dir, rel string) (*pkgSource, error) {
 			return nil, err
 		}
 		r := path.Join(dirRel, n)
-		f, err := parser.ParseFile(ps.fset, r, src, parser.ParseComments)
+		f, err := parser.ParseFile(ps.Fset, r, src, parser.ParseComments)
 		if err != nil {
 			return nil, err
 		}
-		if ps.name == "" || ps.name == "main" {
-			ps.name = f.Name.Name
+		if ps.Name == "" || ps.Name == "main" {
+			ps.Name = f.Name.Name
 		}
-		ps.files[r] = &srcFile{src: src, file: f, tf: ps.fset.File(f.Pos()), uses: importUses(f)}
-		ps.lines += bytes.Count(src, []byte("\n"))
+		ps.Files[r] = &File{Src: src, AST: f, Tok: ps.Fset.File(f.Pos()), Uses: ImportUses(f)}
+		ps.Lines += bytes.Count(src, []byte("\n"))
 	}
-	if len(ps.files) == 0 {
+	if len(ps.Files) == 0 {
 		return nil, fmt.Errorf("no Go files in %s", rel)
 	}
 	return ps, nil
 }
 
-// importUses counts, for each named or guessable import of f, the selector
+// ImportUses counts, for each named or guessable import of f, the selector
 // expressions that use it.
-func importUses(f *ast.File) map[string]int {
+func ImportUses(f *ast.File) map[string]int {
 	uses := map[string]int{}
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
@@ -146,15 +145,16 @@ func importName(p string) string {
 	return strings.ReplaceAll(last, "-", "")
 }
 
-// check says why mutant m cannot be a schema mutant of the package, or "":
-// a file not in it, or an import its edits leave unused.
-func (ps *pkgSource) check(m Mutant) string {
-	for _, f := range m.Files() {
-		sf := ps.files[f]
+// Check says why a mutant of files, whose edits of each file edits
+// returns, cannot be a schema mutant of the package, or "": a file not in
+// it, or an import its edits leave unused.
+func (ps *Package) Check(files []string, edits func(file string) []env.Edit) string {
+	for _, f := range files {
+		sf := ps.Files[f]
 		if sf == nil {
 			return "file not in the package: " + f
 		}
-		if name := sf.unusedImport(m.Edits(f)); name != "" {
+		if name := sf.unusedImport(edits(f)); name != "" {
 			return "build: imported and not used: " + name
 		}
 	}
@@ -162,8 +162,8 @@ func (ps *pkgSource) check(m Mutant) string {
 }
 
 // unusedImport names an import the mutation edits leave without uses, or "".
-func (sf *srcFile) unusedImport(edits []synth.Edit) string {
-	for name, n := range sf.uses {
+func (sf *File) unusedImport(edits []env.Edit) string {
+	for name, n := range sf.Uses {
 		if n == 0 {
 			continue
 		}
@@ -199,13 +199,13 @@ func isIdentByte(b byte) bool {
 }
 
 // funcAt returns the function declaration whose body holds offset off.
-func (sf *srcFile) funcAt(off int) *ast.FuncDecl {
-	for _, d := range sf.file.Decls {
+func (sf *File) funcAt(off int) *ast.FuncDecl {
+	for _, d := range sf.AST.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {
 			continue
 		}
-		if sf.tf.Offset(fd.Body.Lbrace) < off && off < sf.tf.Offset(fd.Body.Rbrace) {
+		if sf.Tok.Offset(fd.Body.Lbrace) < off && off < sf.Tok.Offset(fd.Body.Rbrace) {
 			return fd
 		}
 	}
@@ -220,15 +220,15 @@ type sig struct {
 	args    []string // parameter names, in order
 	varargs bool
 	results bool
-	fix     []synth.Edit
+	fix     []env.Edit
 }
 
-func (sf *srcFile) signature(fd *ast.FuncDecl) (sig, error) {
+func (sf *File) signature(fd *ast.FuncDecl) (sig, error) {
 	var s sig
-	off := func(p token.Pos) int { return sf.tf.Offset(p) }
+	off := func(p token.Pos) int { return sf.Tok.Offset(p) }
 	name := func(id *ast.Ident, as string) string {
 		if id.Name == "_" {
-			s.fix = append(s.fix, synth.Edit{Offset: off(id.Pos()), Old: "_", New: as})
+			s.fix = append(s.fix, env.Edit{Offset: off(id.Pos()), Old: "_", New: as})
 			return as
 		}
 		return id.Name
@@ -237,7 +237,7 @@ func (sf *srcFile) signature(fd *ast.FuncDecl) (sig, error) {
 		f := fd.Recv.List[0]
 		if len(f.Names) == 0 {
 			s.recv = "frogRecv"
-			s.fix = append(s.fix, synth.Edit{Offset: off(f.Type.Pos()), New: "frogRecv "})
+			s.fix = append(s.fix, env.Edit{Offset: off(f.Type.Pos()), New: "frogRecv "})
 		} else {
 			s.recv = name(f.Names[0], "frogRecv")
 		}
@@ -256,7 +256,7 @@ func (sf *srcFile) signature(fd *ast.FuncDecl) (sig, error) {
 	for _, f := range fd.Type.Params.List {
 		if len(f.Names) == 0 {
 			n := fmt.Sprintf("frogP%d", i)
-			s.fix = append(s.fix, synth.Edit{Offset: off(f.Type.Pos()), New: n + " "})
+			s.fix = append(s.fix, env.Edit{Offset: off(f.Type.Pos()), New: n + " "})
 			s.args = append(s.args, n)
 			i++
 		}
@@ -275,7 +275,7 @@ func (sf *srcFile) signature(fd *ast.FuncDecl) (sig, error) {
 // copyName is the name of mutant id's copy of function fn; with fn "" it
 // is the prefix that output and errors lose when mapped back.
 func copyName(id int, fn string) string {
-	if id == identity {
+	if id == Identity {
 		return "frogMid_" + fn
 	}
 	return fmt.Sprintf("frogM%d_%s", id, fn)
@@ -302,12 +302,12 @@ func (s sig) call(id int, fn string) string {
 	return b.String() + "; return"
 }
 
-// schemaMutant is one mutant of a schema: its number and its edits in one
+// Mutant is one mutant of a schema: its number and its edits in one
 // file, in the original file's offsets.
-type schemaMutant struct {
-	id    int
-	file  string
-	edits []synth.Edit
+type Mutant struct {
+	ID    int
+	File  string
+	Edits []env.Edit
 }
 
 // span is the raw lines [lo, hi] of a file of a schema that hold one copy
@@ -320,15 +320,15 @@ type span struct {
 	line   int
 }
 
-// schema is the generated source of one batch.
-type schema struct {
-	files map[string][]byte // module-relative path -> content
+// Schema is the generated source of one batch.
+type Schema struct {
+	Files map[string][]byte // module-relative path -> content
 	spans []span
 }
 
 // owner returns the mutant whose copy holds raw line `line` of file (a
 // base name), or 0.
-func (s *schema) owner(file string, line int) int {
+func (s *Schema) owner(file string, line int) int {
 	for _, sp := range s.spans {
 		if sp.file == file && sp.lo <= line && line <= sp.hi {
 			return sp.id
@@ -340,145 +340,17 @@ func (s *schema) owner(file string, line int) int {
 // schemaFileName is the file the schema adds to the package.
 const schemaFileName = "frog_schema_gen.go"
 
-// build generates the schema of mutants. Mutants it cannot express (edits
+// Build generates the schema of mutants. Mutants it cannot express (edits
 // outside a callable function body) are returned in bad with the reason.
-func (ps *pkgSource) build(mutants []schemaMutant) (*schema, map[int]string) {
+func (ps *Package) Build(mutants []Mutant) (*Schema, map[int]string) {
 	bad := map[int]string{}
-	type copyOf struct {
-		id    int
-		edits []synth.Edit // inside the function
-		line  int          // the function's line in the mutant's file
-	}
-	type fnState struct {
-		fd     *ast.FuncDecl
-		sig    sig
-		copies []copyOf
-	}
-	perFile := map[string]map[*ast.FuncDecl]*fnState{}
-	var order []string
-	for _, m := range mutants {
-		sf := ps.files[m.file]
-		if sf == nil {
-			bad[m.id] = "file not in the package"
-			continue
-		}
-		byFn := map[*ast.FuncDecl][]synth.Edit{}
-		var fns []*ast.FuncDecl
-		ok := true
-		for _, e := range m.edits {
-			fd := sf.funcAt(e.Offset)
-			if fd == nil || fd.Recv == nil && fd.Name.Name == "init" || fd.Name.Name == "_" {
-				ok = false
-				break
-			}
-			if _, seen := byFn[fd]; !seen {
-				fns = append(fns, fd)
-			}
-			byFn[fd] = append(byFn[fd], e)
-		}
-		if !ok {
-			bad[m.id] = "mutation outside a callable function body"
-			continue
-		}
-		fnMap := perFile[m.file]
-		if fnMap == nil {
-			fnMap = map[*ast.FuncDecl]*fnState{}
-			perFile[m.file] = fnMap
-			order = append(order, m.file)
-		}
-		for _, fd := range fns {
-			st := fnMap[fd]
-			if st == nil {
-				s, err := sf.signature(fd)
-				if err != nil {
-					bad[m.id] = err.Error()
-					ok = false
-					break
-				}
-				st = &fnState{fd: fd, sig: s}
-				fnMap[fd] = st
-			}
-		}
-		if !ok {
-			continue
-		}
-		for _, fd := range fns {
-			start := sf.tf.Offset(fd.Pos())
-			shift := 0
-			for _, e := range m.edits {
-				if e.Offset < start {
-					shift += strings.Count(e.New, "\n") - strings.Count(e.Old, "\n")
-				}
-			}
-			fnMap[fd].copies = append(fnMap[fd].copies, copyOf{id: m.id, edits: byFn[fd], line: sf.tf.Line(fd.Pos()) + shift})
-		}
-	}
-
-	s := &schema{files: map[string][]byte{}}
+	perFile, order := ps.byFunction(mutants, bad)
+	s := &Schema{Files: map[string][]byte{}}
 	slices.Sort(order)
 	for _, rel := range order {
-		sf := ps.files[rel]
-		fns := perFile[rel]
-		var fds []*fnState
-		for _, st := range fns {
-			fds = append(fds, st)
-		}
-		slices.SortFunc(fds, func(a, b *fnState) int { return int(a.fd.Pos() - b.fd.Pos()) })
-		var orig []synth.Edit
-		var tail bytes.Buffer
-		for _, st := range fds {
-			fd := st.fd
-			orig = append(orig, st.sig.fix...)
-			var sw strings.Builder
-			sw.WriteString("switch " + schemaVar + " {")
-			for _, c := range st.copies {
-				fmt.Fprintf(&sw, "case %d: %s; ", c.id, st.sig.call(c.id, fd.Name.Name))
-			}
-			fmt.Fprintf(&sw, "case %d: %s", identity, st.sig.call(identity, fd.Name.Name))
-			sw.WriteString("};")
-			orig = append(orig, synth.Edit{Offset: sf.tf.Offset(fd.Body.Lbrace) + 1, New: sw.String()})
-		}
-		head, err := env.Splice(sf.src, orig)
-		if err != nil {
-			for _, st := range fds {
-				for _, c := range st.copies {
-					bad[c.id] = "schema: " + err.Error()
-				}
-			}
-			continue
-		}
-		line := bytes.Count(head, []byte("\n")) + 1 // the line the tail starts on
-		base := path.Base(rel)
-		for _, st := range fds {
-			fd := st.fd
-			start, end := sf.tf.Offset(fd.Pos()), sf.tf.Offset(fd.End())
-			copies := append(slices.Clone(st.copies), copyOf{id: identity, line: sf.tf.Line(fd.Pos())})
-			for _, c := range copies {
-				edits := slices.Clone(st.sig.fix)
-				edits = append(edits, synth.Edit{Offset: sf.tf.Offset(fd.Name.Pos()), Old: fd.Name.Name, New: copyName(c.id, fd.Name.Name)})
-				edits = append(edits, c.edits...)
-				for i := range edits {
-					edits[i].Offset -= start
-				}
-				text, err := env.Splice(sf.src[start:end], edits)
-				if err != nil {
-					bad[c.id] = "schema: " + err.Error()
-					continue
-				}
-				tail.WriteString("\n\n")
-				line += 2
-				n := bytes.Count(text, []byte("\n"))
-				if c.id != identity {
-					s.spans = append(s.spans, span{file: base, lo: line, hi: line + n, id: c.id, line: c.line})
-				}
-				tail.Write(text)
-				line += n
-			}
-		}
-		tail.WriteString("\n")
-		s.files[rel] = append(head, tail.Bytes()...)
+		ps.buildFile(s, rel, perFile[rel], bad)
 	}
-	s.files[path.Join(ps.dir, schemaFileName)] = []byte(fmt.Sprintf(`// Code generated by frog (mutant schema). DO NOT EDIT.
+	s.Files[path.Join(ps.Dir, schemaFileName)] = []byte(fmt.Sprintf(`// Code generated by frog (mutant schema). DO NOT EDIT.
 
 package %s
 
@@ -491,16 +363,162 @@ var %s = func() int {
 	n, _ := frogstrconv.Atoi(frogos.Getenv("FROG_MUTANT"))
 	return n
 }()
-`, ps.name, schemaVar))
+`, ps.Name, SchemaVar))
 	return s, bad
+}
+
+// copyOf is one copy of a function in a schema: the mutant it is, its
+// edits (inside the function), and the function's line in the mutant's
+// own file.
+type copyOf struct {
+	id    int
+	edits []env.Edit
+	line  int
+}
+
+// fnState is a function of a schema: its signature and its copies.
+type fnState struct {
+	fd     *ast.FuncDecl
+	sig    sig
+	copies []copyOf
+}
+
+// byFunction groups the edits of mutants by the functions they touch, by
+// file; order lists the files. A mutant it cannot express goes into bad.
+func (ps *Package) byFunction(mutants []Mutant, bad map[int]string) (perFile map[string]map[*ast.FuncDecl]*fnState, order []string) {
+	perFile = map[string]map[*ast.FuncDecl]*fnState{}
+	for _, m := range mutants {
+		sf := ps.Files[m.File]
+		if sf == nil {
+			bad[m.ID] = "file not in the package"
+			continue
+		}
+		byFn := map[*ast.FuncDecl][]env.Edit{}
+		var fns []*ast.FuncDecl
+		ok := true
+		for _, e := range m.Edits {
+			fd := sf.funcAt(e.Offset)
+			if fd == nil || fd.Recv == nil && fd.Name.Name == "init" || fd.Name.Name == "_" {
+				ok = false
+				break
+			}
+			if _, seen := byFn[fd]; !seen {
+				fns = append(fns, fd)
+			}
+			byFn[fd] = append(byFn[fd], e)
+		}
+		if !ok {
+			bad[m.ID] = "mutation outside a callable function body"
+			continue
+		}
+		fnMap := perFile[m.File]
+		if fnMap == nil {
+			fnMap = map[*ast.FuncDecl]*fnState{}
+			perFile[m.File] = fnMap
+			order = append(order, m.File)
+		}
+		for _, fd := range fns {
+			st := fnMap[fd]
+			if st == nil {
+				s, err := sf.signature(fd)
+				if err != nil {
+					bad[m.ID] = err.Error()
+					ok = false
+					break
+				}
+				st = &fnState{fd: fd, sig: s}
+				fnMap[fd] = st
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, fd := range fns {
+			start := sf.Tok.Offset(fd.Pos())
+			shift := 0
+			for _, e := range m.Edits {
+				if e.Offset < start {
+					shift += strings.Count(e.New, "\n") - strings.Count(e.Old, "\n")
+				}
+			}
+			fnMap[fd].copies = append(fnMap[fd].copies, copyOf{id: m.ID, edits: byFn[fd], line: sf.Tok.Line(fd.Pos()) + shift})
+		}
+	}
+	return perFile, order
+}
+
+// buildFile writes file rel of the schema into s: each function of fns
+// made a dispatch switch over its copies, and the copies (the mutants' and
+// the identity) after the file's own source. A copy it cannot write goes
+// into bad.
+func (ps *Package) buildFile(s *Schema, rel string, fns map[*ast.FuncDecl]*fnState, bad map[int]string) {
+	sf := ps.Files[rel]
+	var fds []*fnState
+	for _, st := range fns {
+		fds = append(fds, st)
+	}
+	slices.SortFunc(fds, func(a, b *fnState) int { return int(a.fd.Pos() - b.fd.Pos()) })
+	var orig []env.Edit
+	for _, st := range fds {
+		fd := st.fd
+		orig = append(orig, st.sig.fix...)
+		var sw strings.Builder
+		sw.WriteString("switch " + SchemaVar + " {")
+		for _, c := range st.copies {
+			fmt.Fprintf(&sw, "case %d: %s; ", c.id, st.sig.call(c.id, fd.Name.Name))
+		}
+		fmt.Fprintf(&sw, "case %d: %s", Identity, st.sig.call(Identity, fd.Name.Name))
+		sw.WriteString("};")
+		orig = append(orig, env.Edit{Offset: sf.Tok.Offset(fd.Body.Lbrace) + 1, New: sw.String()})
+	}
+	head, err := env.Splice(sf.Src, orig)
+	if err != nil {
+		for _, st := range fds {
+			for _, c := range st.copies {
+				bad[c.id] = "schema: " + err.Error()
+			}
+		}
+		return
+	}
+	var tail bytes.Buffer
+	line := bytes.Count(head, []byte("\n")) + 1 // the line the tail starts on
+	base := path.Base(rel)
+	for _, st := range fds {
+		fd := st.fd
+		start, end := sf.Tok.Offset(fd.Pos()), sf.Tok.Offset(fd.End())
+		copies := append(slices.Clone(st.copies), copyOf{id: Identity, line: sf.Tok.Line(fd.Pos())})
+		for _, c := range copies {
+			edits := slices.Clone(st.sig.fix)
+			edits = append(edits, env.Edit{Offset: sf.Tok.Offset(fd.Name.Pos()), Old: fd.Name.Name, New: copyName(c.id, fd.Name.Name)})
+			edits = append(edits, c.edits...)
+			for i := range edits {
+				edits[i].Offset -= start
+			}
+			text, err := env.Splice(sf.Src[start:end], edits)
+			if err != nil {
+				bad[c.id] = "schema: " + err.Error()
+				continue
+			}
+			tail.WriteString("\n\n")
+			line += 2
+			n := bytes.Count(text, []byte("\n"))
+			if c.id != Identity {
+				s.spans = append(s.spans, span{file: base, lo: line, hi: line + n, id: c.id, line: c.line})
+			}
+			tail.Write(text)
+			line += n
+		}
+	}
+	tail.WriteString("\n")
+	s.Files[rel] = append(head, tail.Bytes()...)
 }
 
 var fileLine = regexp.MustCompile(`([A-Za-z0-9_.\-]+\.go):([0-9]+)`)
 
-// mapOutput rewrites the test output of mutant id as if its own file had
+// MapOutput rewrites the test output of mutant id as if its own file had
 // been compiled: lines of its copies become the mutant file's lines, and the
 // copies' names their originals'.
-func (s *schema) mapOutput(id int, out string) string {
+func (s *Schema) MapOutput(id int, out string) string {
 	out = fileLine.ReplaceAllStringFunc(out, func(m string) string {
 		i := strings.LastIndexByte(m, ':')
 		file, n := m[:i], m[i+1:]
@@ -516,4 +534,38 @@ func (s *schema) mapOutput(id int, out string) string {
 		return m
 	})
 	return strings.ReplaceAll(out, copyName(id, ""), "")
+}
+
+// SrcOrNil is sf's source, or nil for a nil File (a file the package
+// lacks).
+func (sf *File) SrcOrNil() []byte {
+	if sf == nil {
+		return nil
+	}
+	return sf.Src
+}
+
+var diagLine = regexp.MustCompile(`([A-Za-z0-9_.\-]+\.go):([0-9]+):(?:[0-9]+:)? ?(.*)`)
+
+// Attribute maps compiler or vet messages to the mutants whose copies they
+// are about. unexplained reports a message about any other line, or a
+// failure with no message at all.
+func Attribute(sc *Schema, out string) (blamed map[int]string, unexplained bool) {
+	blamed = map[int]string{}
+	for _, l := range strings.Split(out, "\n") {
+		m := diagLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		line, _ := strconv.Atoi(m[2])
+		id := sc.owner(m[1], line)
+		if id == 0 {
+			unexplained = true
+			continue
+		}
+		if _, ok := blamed[id]; !ok {
+			blamed[id] = strings.ReplaceAll(m[3], copyName(id, ""), "")
+		}
+	}
+	return blamed, unexplained || len(blamed) == 0
 }

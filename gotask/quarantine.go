@@ -1,4 +1,4 @@
-package source
+package gotask
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/validate"
 )
 
 // Quarantine checks each real task once, before any episode plays it, in a
@@ -22,7 +21,7 @@ import (
 // Safe for concurrent use.
 type Quarantine struct {
 	ws   *Workspaces
-	h    *validate.Harness
+	h    *Harness
 	prov env.Provider
 	run  string
 	log  zerolog.Logger
@@ -45,7 +44,7 @@ type Quarantined struct {
 
 // NewQuarantine checks tasks laid out by ws, in sandboxes of prov labelled
 // with run, judged by h.
-func NewQuarantine(ws *Workspaces, h *validate.Harness, prov env.Provider, run string, log zerolog.Logger) *Quarantine {
+func NewQuarantine(ws *Workspaces, h *Harness, prov env.Provider, run string, log zerolog.Logger) *Quarantine {
 	return &Quarantine{ws: ws, h: h, prov: prov, run: run, log: log.With().Str("component", "quarantine").Logger(), checked: map[string]error{}}
 }
 

@@ -1,4 +1,4 @@
-package source
+package gotask
 
 import (
 	"context"
@@ -17,39 +17,39 @@ import (
 	"github.com/frognano/frog/env/envtest"
 	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
-	"github.com/frognano/frog/synth/validate"
 )
 
-const words = "../validate/testdata/words"
+const words = "../synth/validate/testdata/words"
 
 var oracleStore struct {
 	sync.Mutex
 	recs []synth.TaskRecord
-	mods []Module
+	mods []source.Module
 }
 
 // oracleTasks synthesizes the tasks of two local modules (tiny and words,
 // single and combined mutants) into a store and loads it back, once per
 // test binary, with the modules it came from.
-func oracleTasks(t *testing.T) ([]synth.TaskRecord, []Module) {
+func oracleTasks(t *testing.T) ([]synth.TaskRecord, []source.Module) {
 	t.Helper()
 	oracleStore.Lock()
 	defer oracleStore.Unlock()
 	if oracleStore.recs != nil {
 		return oracleStore.recs, oracleStore.mods
 	}
-	var mods []Module
-	for _, d := range []string{tiny, words} {
-		m, err := Local(d)
+	var mods []source.Module
+	for _, d := range []string{tinyModule, words} {
+		m, err := source.Local(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mods = append(mods, m)
 	}
-	s := newSynth(t, mods, Config{})
+	s := newSynth(t, mods, source.Config{})
 	path := filepath.Join(t.TempDir(), "tasks.jsonl")
-	if err := s.Generate(context.Background(), 0, func(r synth.TaskRecord) error { return store.Append(path, r) }); !errors.Is(err, ErrExhausted) {
+	if err := s.Generate(context.Background(), 0, func(r synth.TaskRecord) error { return store.Append(path, r) }); !errors.Is(err, source.ErrExhausted) {
 		t.Fatalf("Generate = %v, want ErrExhausted", err)
 	}
 	recs, err := store.Load(path)
@@ -83,7 +83,7 @@ func oracleSample(t *testing.T, recs []synth.TaskRecord, perModule int) []synth.
 	return out
 }
 
-func newWorkspaces(t *testing.T, mods []Module) *Workspaces {
+func newWorkspaces(t *testing.T, mods []source.Module) *Workspaces {
 	t.Helper()
 	ws, err := NewWorkspaces(t.TempDir(), zerolog.Nop())
 	if err != nil {
@@ -118,7 +118,7 @@ func TestOracleProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := validate.NewHarness(ws, validate.HarnessConfig{})
+	h := NewHarness(ws, HarnessConfig{})
 	envtest.RunOracle(t, prov, h, oracleCases(t, ws, oracleSample(t, recs, 2)))
 }
 
@@ -132,7 +132,7 @@ func TestOracleDocker(t *testing.T) {
 	cfg.PoolSize = 0
 	cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
 	prov := dockertest.Provider(t, cfg)
-	h := validate.NewHarness(ws, validate.HarnessConfig{})
+	h := NewHarness(ws, HarnessConfig{})
 	envtest.RunOracle(t, prov, h, oracleCases(t, ws, oracleSample(t, recs, 1)))
 }
 
@@ -199,11 +199,11 @@ func TestRedTeamProcess(t *testing.T) {
 	}
 	tasks := oracleCases(t, ws, oracleSample(t, recs, 1)[:1])
 	t.Run("screened", func(t *testing.T) {
-		h := validate.NewHarness(ws, validate.HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
+		h := NewHarness(ws, HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
 		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{Screened: true})
 	})
 	t.Run("canaries alone", func(t *testing.T) {
-		h := validate.NewHarness(ws, validate.HarnessConfig{NoScreen: true})
+		h := NewHarness(ws, HarnessConfig{NoScreen: true})
 		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{})
 	})
 }
@@ -218,11 +218,11 @@ func TestRedTeamDocker(t *testing.T) {
 	prov := dockertest.Provider(t, cfg)
 	tasks := oracleCases(t, ws, oracleSample(t, recs, 1)[:1])
 	t.Run("screened", func(t *testing.T) {
-		h := validate.NewHarness(ws, validate.HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
+		h := NewHarness(ws, HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
 		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{Screened: true})
 	})
 	t.Run("canaries alone", func(t *testing.T) {
-		h := validate.NewHarness(ws, validate.HarnessConfig{NoScreen: true})
+		h := NewHarness(ws, HarnessConfig{NoScreen: true})
 		envtest.RunRedTeam(t, prov, h, tasks, envtest.RedTeamOptions{})
 	})
 }

@@ -1,0 +1,86 @@
+package gotask
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/process"
+	"github.com/frognano/frog/synth/source"
+)
+
+// tinyModule is the synthesizer's tiny test module.
+const tinyModule = "../synth/validate/testdata/tiny"
+
+// sandbox opens a process sandbox closed at the end of the test.
+func sandbox(t testing.TB) env.Sandbox {
+	t.Helper()
+	cfg := process.DefaultConfig()
+	cfg.Dir = t.TempDir()
+	prov, err := process.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := prov.Open(context.Background(), env.OpenOptions{Run: "gotask-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+// newSynth returns a synthesizer of mods in process sandboxes, closed at
+// the end of the test.
+func newSynth(t *testing.T, mods []source.Module, cfg source.Config) *source.Synthesizer {
+	t.Helper()
+	pcfg := process.DefaultConfig()
+	pcfg.Dir = t.TempDir()
+	prov, err := process.New(pcfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Provider = prov
+	if cfg.Validate.MinTimeout == 0 {
+		cfg.Validate.MinTimeout = 5 * time.Second
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	s, err := source.New(mods, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// copyTree copies the regular files under src to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}

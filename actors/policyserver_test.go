@@ -16,10 +16,13 @@ import (
 )
 
 // oddFails fails the requests of odd episodes, item by item, and answers the
-// others with its inner policy.
+// others with its inner policy. Each call takes a millisecond, as a model
+// server's does: requests that arrive meanwhile queue and are batched, so
+// batches mix failing and healthy episodes however the scheduler runs.
 type oddFails struct{ inner policy.Policy }
 
 func (p oddFails) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
+	time.Sleep(time.Millisecond)
 	errs := make(policy.ItemErrors, len(obs))
 	var keep []int
 	for i, o := range obs {

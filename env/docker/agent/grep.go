@@ -73,9 +73,6 @@ func parseGrep(p *proc, name string, args []string) (grepOpts, grepSyntax, []str
 			return grepOpts{}, grepSyntax{}, nil, err
 		}
 	}
-	if g.max == -2 {
-		return grepOpts{}, grepSyntax{}, nil, errors.New("invalid number")
-	}
 	if syn.pats == nil {
 		if len(operands) == 0 {
 			return grepOpts{}, grepSyntax{}, nil, errors.New("usage: grep [OPTION]... PATTERNS [FILE]...")
@@ -87,16 +84,18 @@ func parseGrep(p *proc, name string, args []string) (grepOpts, grepSyntax, []str
 }
 
 // set applies one option to g, or to syn where it is about the patterns. A
-// numeric option whose value is not a number sets g.max to -2; -f reads its
-// file now, and fails when it cannot.
+// numeric option whose value is not a number is an error ("invalid
+// number"); -f reads its file now, and fails when it cannot.
 func (g *grepOpts) set(p *proc, o opt, syn *grepSyntax) error {
+	bad := false
 	num := func(v string) int {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			g.max = -2
+			bad = true
 		}
 		return n
 	}
+
 	switch o.name {
 	case "r", "R", "recursive":
 		g.recursive = true
@@ -157,6 +156,9 @@ func (g *grepOpts) set(p *proc, o opt, syn *grepSyntax) error {
 		g.exclude = append(g.exclude, o.val)
 	case "exclude-dir":
 		g.excludeDir = append(g.excludeDir, o.val)
+	}
+	if bad {
+		return errors.New("invalid number")
 	}
 	return nil
 }

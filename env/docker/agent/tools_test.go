@@ -68,6 +68,9 @@ func TestTools(t *testing.T) {
 		{[]string{"grep", "-A1", "two", "d/c.txt"}, "", "two\nthree\n", 0},
 		{[]string{"grep", "-q", "two", "d/c.txt"}, "", "", 0},
 		{[]string{"grep", "x", "no-such-file"}, "", "", 2},
+		{[]string{"grep", "-m", "x", "two", "d/c.txt"}, "", "", 2}, // not a number: an error, not -m 0
+		{[]string{"grep", "-C", "-1", "two", "d/c.txt"}, "", "", 2},
+		{[]string{"grep", "-m", "1", "o", "d/c.txt"}, "", "one\n", 0},
 		{[]string{"sed", "-n", "2,3p", "d/c.txt"}, "", "two\nthree\n", 0},
 		{[]string{"sed", "s/o/0/g;3d", "d/c.txt"}, "", "0ne\ntw0\nf0ur\nfive\n", 0},
 		{[]string{"sed", "-E", `s/(t)(w|h)/\2\1/`, "d/c.txt"}, "", "one\nwto\nhtree\nfour\nfive\n", 0},

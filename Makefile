@@ -11,8 +11,8 @@ TASKS            ?= runs/tasks.jsonl
 TRAIN_TASKS      ?= runs/train-tasks.jsonl
 TRAIN_N          ?= 120
 # SANDBOX: auto (docker when a daemon answers, else process), docker or
-# process. Docker trained at 5.4 episodes/s in make run on 2 cores
-# (2026-12-02, docs/training.md); process sandboxes are weaker in isolation.
+# process. Process sandboxes are weaker in isolation; docs/training.md has
+# what each measured in make run.
 SANDBOX          ?= auto
 TRAIN_FLAGS      ?= --episodes 1600 --heldout-n 40 --eval-every 5 --baselines fl-feedback,fl-greedy --sandbox $(SANDBOX)
 

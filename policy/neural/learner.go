@@ -360,14 +360,33 @@ func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Pol
 	if err := w.reference(); err != nil {
 		return nil, st, err
 	}
+	before, err := l.save()
+	if err != nil {
+		return nil, st, err
+	}
+	p, err := l.epochs(ctx, w, &b, &st)
+	if err != nil {
+		// An update that fails part-way leaves nothing moved: the next
+		// one starts from the weights and Adam state of the last policy.
+		return nil, st, errors.Join(err, l.restore(before))
+	}
+	l.updates++
+	l.cur = l.policy(p)
+	return l.cur, st, nil
+}
+
+// epochs runs the update's GRPO epochs over batch b with w, recording the
+// first epoch's figures in st, and returns the new parameters, refused
+// when they are no longer finite.
+func (l *Learner) epochs(ctx context.Context, w *work, b *batch, st *policy.UpdateStats) ([]float32, error) {
 	var last stepStats
 	for e := range l.cfg.Epochs {
 		if err := ctx.Err(); err != nil {
-			return nil, st, err
+			return nil, err
 		}
-		s, err := w.step(b)
+		s, err := w.step(*b)
 		if err != nil {
-			return nil, st, err
+			return nil, err
 		}
 		if e == 0 {
 			st.Loss = s.loss
@@ -381,16 +400,41 @@ func (l *Learner) Update(ctx context.Context, groups []policy.Group) (policy.Pol
 	st.Extra["kl_last_epoch"] = last.kl
 	p := make([]float32, l.cfg.Dims.Params())
 	if err := l.b.ReadFloat32(p, l.params); err != nil {
-		return nil, st, fmt.Errorf("neural: read parameters: %w", err)
+		return nil, fmt.Errorf("neural: read parameters: %w", err)
 	}
 	for _, v := range p {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, st, errors.New("neural: parameters are no longer finite: the update is refused")
+			return nil, errors.New("neural: parameters are no longer finite: the update is refused")
 		}
 	}
-	l.updates++
-	l.cur = l.policy(p)
-	return l.cur, st, nil
+	return p, nil
+}
+
+// adamState is what an update moves besides the parameters: Adam's
+// moments and step count.
+type adamState struct {
+	m, v []float32
+	step int
+}
+
+// save reads the Adam state before an update, for restore.
+func (l *Learner) save() (adamState, error) {
+	P := l.cfg.Dims.Params()
+	s := adamState{m: make([]float32, P), v: make([]float32, P), step: l.step}
+	if err := errors.Join(l.b.ReadFloat32(s.m, l.m), l.b.ReadFloat32(s.v, l.v)); err != nil {
+		return adamState{}, fmt.Errorf("neural: read the optimizer state: %w", err)
+	}
+	return s, nil
+}
+
+// restore puts back the current policy's parameters and the Adam state
+// save read, after an update failed part-way.
+func (l *Learner) restore(s adamState) error {
+	l.step = s.step
+	if err := errors.Join(l.b.WriteFloat32(l.params, l.cur.Params), l.b.WriteFloat32(l.m, s.m), l.b.WriteFloat32(l.v, s.v)); err != nil {
+		return fmt.Errorf("neural: restore the state before the update: %w", err)
+	}
+	return nil
 }
 
 // Decision-level sanity for callers that record trajectories: a decision of

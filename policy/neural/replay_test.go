@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"math"
@@ -480,5 +481,67 @@ func TestH200CheckpointOnCPU(t *testing.T) {
 	}
 	if _, _, err := lh.Update(context.Background(), batches[0]); err != nil {
 		t.Errorf("training from the H200's checkpoint on the cpu: %v", err)
+	}
+}
+
+// failingAdam is a CPU backend whose Adam step fails once, on call n: an
+// update that fails part-way, as a GPU fault or a cancelled context in a
+// later epoch makes one.
+type failingAdam struct {
+	cuda.Backend
+	calls, n int
+}
+
+func (f *failingAdam) Adam(o cuda.AdamOptions) error {
+	f.calls++
+	if f.calls == f.n {
+		return errors.New("the device fell over")
+	}
+	return f.Backend.Adam(o)
+}
+
+// TestFailedUpdateMovesNothing: an update whose second epoch fails leaves
+// the weights, Adam's moments and its step count as they were, so the
+// next update is bit for bit the one a learner that never saw the failure
+// makes.
+func TestFailedUpdateMovesNothing(t *testing.T) {
+	run, batches := loadRecorded(t)
+	cfg := run.Config
+	if cfg.Epochs < 2 {
+		cfg.Epochs = 2
+	}
+	clean, err := NewLearner(cuda.NewCPU(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clean.Close()
+	fb := &failingAdam{Backend: cuda.NewCPU()}
+	failed, err := NewLearner(fb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failed.Close()
+	ctx := context.Background()
+	for _, l := range []*Learner{clean, failed} {
+		if _, _, err := l.Update(ctx, batches[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fb.n = fb.calls + 2 // the second update's second epoch
+	if _, _, err := failed.Update(ctx, batches[1]); err == nil {
+		t.Fatal("the update whose Adam step fails did not fail")
+	}
+	if failed.updates != 1 || failed.step != clean.step {
+		t.Fatalf("after the failed update: %d updates and %d Adam steps, want 1 and %d", failed.updates, failed.step, clean.step)
+	}
+	for i := 1; i < 3; i++ {
+		for _, l := range []*Learner{clean, failed} {
+			if _, _, err := l.Update(ctx, batches[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a, b := paramsSHA(clean.Current().Params), paramsSHA(failed.Current().Params); a != b {
+			t.Fatalf("update %d after a failed one: weights %.12s, want %.12s as a learner that never failed", i+1, b, a)
+		}
 	}
 }

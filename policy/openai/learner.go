@@ -107,13 +107,15 @@ func (l *ExportLearner) Update(ctx context.Context, batch []policy.Group) (polic
 	var rewardSum float64
 	for _, g := range batch {
 		id := l.group.Add(1)
-		rewards := g.Rewards()
-		adv := make([]float64, len(rewards))
-		policy.Advantages(rewards, adv, policy.Epsilon)
-		if policy.Variance(rewards) == 0 {
+		// Advantages compare the returns, the group's TryCost applied
+		// (frog train --try-cost), as frog's own GRPO does.
+		returns := g.Returns()
+		adv := make([]float64, len(returns))
+		policy.Advantages(returns, adv, policy.Epsilon)
+		if policy.Variance(returns) == 0 {
 			st.ZeroSignalGroups++
 		}
-		st.Signal += policy.Variance(rewards)
+		st.Signal += policy.Variance(returns)
 		for i, tr := range g.Trajectories {
 			if v := oldestTrainerVersion(tr.Steps); now >= 0 && v >= 0 && now-v > l.maxStaleness {
 				l.stale.Add(1)

@@ -78,3 +78,29 @@ func TestExportLearner(t *testing.T) {
 		t.Errorf("TrainerVersion = %d after the trainer wrote 14", v)
 	}
 }
+
+// TestExportLearnerAppliesTryCost: the exported advantages compare the
+// group's returns, so two rollouts that both fix the task differ by how
+// many tries they took when the group has a TryCost (frog train
+// --try-cost), and are equal without one.
+func TestExportLearnerAppliesTryCost(t *testing.T) {
+	p := newPolicy(t, []string{"http://127.0.0.1:1/v1"}, nil)
+	for _, tt := range []struct {
+		cost float64
+		same bool
+	}{{0, true}, {0.1, false}} {
+		sink := make(chanSink, 1)
+		l := openai.NewExportLearner(p, sink, 4)
+		first, third := trajAt(1, 1, -1), trajAt(2, 1, -1)
+		first.Tries, third.Tries = 1, 3
+		batch := []policy.Group{{Task: &env.Task{ID: "t"}, TryCost: tt.cost, Trajectories: []*env.Trajectory{first, third}}}
+		if _, _, err := l.Update(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+		recs := <-sink
+		a, b := *recs[0].Advantage, *recs[1].Advantage
+		if (a == b) != tt.same || (!tt.same && a <= b) {
+			t.Errorf("try cost %v: advantages %v (1 try) and %v (3 tries); want them equal %v, else the fewer tries ahead", tt.cost, a, b, tt.same)
+		}
+	}
+}

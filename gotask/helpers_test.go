@@ -2,9 +2,6 @@ package gotask
 
 import (
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,29 +55,4 @@ func newSynth(t *testing.T, mods []source.Module, cfg source.Config) *source.Syn
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
-}
-
-// copyTree copies the regular files under src to dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
 }

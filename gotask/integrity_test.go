@@ -34,7 +34,7 @@ func TestTemplateIntegrity(t *testing.T) {
 		// writes one in place.
 		src := m.Dir
 		m.Dir = filepath.Join(t.TempDir(), "m")
-		if err := copyTree(src, m.Dir); err != nil {
+		if err := os.CopyFS(m.Dir, os.DirFS(src)); err != nil {
 			t.Fatal(err)
 		}
 		ws.AddLocal(m)

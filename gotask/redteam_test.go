@@ -195,7 +195,7 @@ func newAttack(t *testing.T, mods []source.Module, task *env.Task, contain bool)
 	for _, m := range mods {
 		src := m.Dir
 		m.Dir = filepath.Join(t.TempDir(), "module")
-		if err := copyTree(src, m.Dir); err != nil {
+		if err := os.CopyFS(m.Dir, os.DirFS(src)); err != nil {
 			t.Fatal(err)
 		}
 		a.ws.AddLocal(m)

@@ -8,6 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/docker"
+	"github.com/frognano/frog/env/docker/dockertest"
 	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth/source"
 )
@@ -55,4 +57,27 @@ func newSynth(t *testing.T, mods []source.Module, cfg source.Config) *source.Syn
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
+}
+
+// processProvider returns process sandboxes that lay real tasks out from
+// ws.
+func processProvider(t *testing.T, ws *Workspaces) env.Provider {
+	t.Helper()
+	cfg := process.DefaultConfig()
+	cfg.Dir, cfg.Workspaces = t.TempDir(), ws
+	prov, err := process.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prov
+}
+
+// dockerProvider returns Docker sandboxes, without a pool, that lay real
+// tasks out from ws under its mounted root.
+func dockerProvider(t *testing.T, ws *Workspaces) env.Provider {
+	t.Helper()
+	cfg := docker.DefaultConfig()
+	cfg.PoolSize = 0
+	cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
+	return dockertest.Provider(t, cfg)
 }

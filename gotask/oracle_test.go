@@ -12,8 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
-	"github.com/frognano/frog/env/docker"
-	"github.com/frognano/frog/env/docker/dockertest"
 	"github.com/frognano/frog/env/envtest"
 	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
@@ -112,12 +110,7 @@ func oracleCases(t *testing.T, ws *Workspaces, recs []synth.TaskRecord) []envtes
 func TestOracleProcess(t *testing.T) {
 	recs, mods := oracleTasks(t)
 	ws := newWorkspaces(t, mods)
-	cfg := process.DefaultConfig()
-	cfg.Dir, cfg.Workspaces = t.TempDir(), ws
-	prov, err := process.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov := processProvider(t, ws)
 	h := NewHarness(ws, HarnessConfig{})
 	envtest.RunOracle(t, prov, h, oracleCases(t, ws, oracleSample(t, recs, 2)))
 }
@@ -128,10 +121,7 @@ func TestOracleProcess(t *testing.T) {
 func TestOracleDocker(t *testing.T) {
 	recs, mods := oracleTasks(t)
 	ws := newWorkspaces(t, mods)
-	cfg := docker.DefaultConfig()
-	cfg.PoolSize = 0
-	cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
-	prov := dockertest.Provider(t, cfg)
+	prov := dockerProvider(t, ws)
 	h := NewHarness(ws, HarnessConfig{})
 	envtest.RunOracle(t, prov, h, oracleCases(t, ws, oracleSample(t, recs, 1)))
 }
@@ -191,12 +181,7 @@ func containsAll(s string, subs ...string) bool {
 func TestRedTeamProcess(t *testing.T) {
 	recs, mods := oracleTasks(t)
 	ws := newWorkspaces(t, mods)
-	cfg := process.DefaultConfig()
-	cfg.Dir, cfg.Workspaces = t.TempDir(), ws
-	prov, err := process.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov := processProvider(t, ws)
 	tasks := oracleCases(t, ws, oracleSample(t, recs, 1)[:1])
 	t.Run("screened", func(t *testing.T) {
 		h := NewHarness(ws, HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})
@@ -212,10 +197,7 @@ func TestRedTeamProcess(t *testing.T) {
 func TestRedTeamDocker(t *testing.T) {
 	recs, mods := oracleTasks(t)
 	ws := newWorkspaces(t, mods)
-	cfg := docker.DefaultConfig()
-	cfg.PoolSize = 0
-	cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
-	prov := dockertest.Provider(t, cfg)
+	prov := dockerProvider(t, ws)
 	tasks := oracleCases(t, ws, oracleSample(t, recs, 1)[:1])
 	t.Run("screened", func(t *testing.T) {
 		h := NewHarness(ws, HarnessConfig{BinCache: filepath.Join(ws.Root(), "bin")})

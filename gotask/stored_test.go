@@ -15,9 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/frognano/frog/env"
-	"github.com/frognano/frog/env/docker"
-	"github.com/frognano/frog/env/docker/dockertest"
-	"github.com/frognano/frog/env/process"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
@@ -65,7 +62,7 @@ func storedTasks(t *testing.T) []synth.TaskRecord {
 // checkStored checks every stored task with the run's task check (a
 // Quarantine over workspaces of the tiny module, judged by a Harness) in
 // sandboxes of newProv, and checks that a corrupted task is quarantined.
-func checkStored(t *testing.T, newProv func(*Workspaces) env.Provider, recs []synth.TaskRecord) {
+func checkStored(t *testing.T, newProv func(*testing.T, *Workspaces) env.Provider, recs []synth.TaskRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	m, err := source.Local(tinyModule)
@@ -73,7 +70,7 @@ func checkStored(t *testing.T, newProv func(*Workspaces) env.Provider, recs []sy
 		t.Fatal(err)
 	}
 	ws := newWorkspaces(t, []source.Module{m})
-	q := NewQuarantine(ws, NewHarness(ws, HarnessConfig{}), newProv(ws), "stored", zerolog.Nop())
+	q := NewQuarantine(ws, NewHarness(ws, HarnessConfig{}), newProv(t, ws), "stored", zerolog.Nop())
 	combos := 0
 	for _, r := range recs {
 		if err := q.Check(ctx, &r.Task); err != nil {
@@ -95,15 +92,7 @@ func checkStored(t *testing.T, newProv func(*Workspaces) env.Provider, recs []sy
 
 func TestStoredTasksHoldUpInProcessSandbox(t *testing.T) {
 	recs := storedTasks(t)
-	checkStored(t, func(ws *Workspaces) env.Provider {
-		cfg := process.DefaultConfig()
-		cfg.Dir, cfg.Workspaces = t.TempDir(), ws
-		prov, err := process.New(cfg, zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return prov
-	}, recs)
+	checkStored(t, processProvider, recs)
 }
 
 func TestStoredTasksHoldUpInDockerSandbox(t *testing.T) {
@@ -119,12 +108,7 @@ func TestStoredTasksHoldUpInDockerSandbox(t *testing.T) {
 			}
 		}
 	}
-	checkStored(t, func(ws *Workspaces) env.Provider {
-		cfg := docker.DefaultConfig()
-		cfg.PoolSize = 0
-		cfg.Workspaces, cfg.WorkspaceRoot = ws, ws.Root()
-		return dockertest.Provider(t, cfg)
-	}, some)
+	checkStored(t, dockerProvider, some)
 }
 
 // A stored task's paths that leave the module are refused before anything

@@ -166,34 +166,45 @@ func (e *Estimate) Tasks() int { return len(e.tasks) }
 // Prior is the pooled prior Beta(a, b) of a task in bin that has not been
 // tried.
 func (e *Estimate) Prior(bin string) (a, b float64) {
-	var s, f float64
-	if ev := e.bins[bin]; ev != nil {
-		s, f = ev.pass, ev.fail
-	}
-	m := (1 + s) / (2 + s + f)
-	c := math.Min(2+s+f, e.cfg.PriorStrength)
-	return c * m, c * (1 - m)
+	bp := e.binPrior(bin)
+	return bp.a, bp.b
 }
 
 // taskPrior is task id's prior: its bin's, its mean corrected by the
 // Predictor's prediction when there is one.
 func (e *Estimate) taskPrior(id, bin string) (a, b float64) {
-	a, b = e.Prior(bin)
-	if e.Predictor == nil || a+b == 0 {
-		return a, b
+	bp := e.binPrior(bin)
+	if e.Predictor == nil || bp.a+bp.b == 0 {
+		return bp.a, bp.b
 	}
 	p, ok := e.Predictor(id)
-	if !ok {
-		return a, b
-	}
+	return bp.with(p, ok)
+}
+
+// binPrior is what a bin lends each of its tasks: the prior Beta(a, b) and
+// the logits of its pooled mean (lm) and of its mean prediction (lpbar)
+// that correct a task's prediction.
+type binPrior struct{ a, b, lm, lpbar float64 }
+
+func (e *Estimate) binPrior(bin string) binPrior {
 	var s, f, pr float64
 	if ev := e.bins[bin]; ev != nil {
 		s, f, pr = ev.pass, ev.fail, ev.pred
 	}
 	m := (1 + s) / (2 + s + f)
+	c := math.Min(2+s+f, e.cfg.PriorStrength)
 	pbar := (1 + pr) / (2 + s + f)
-	c := a + b
-	mm := sigmoid(logit(clampP(p)) + logit(clampP(m)) - logit(clampP(pbar)))
+	return binPrior{a: c * m, b: c * (1 - m), lm: logit(clampP(m)), lpbar: logit(clampP(pbar))}
+}
+
+// with is the prior of a task of the bin whose pass rate is predicted to
+// be p (ok false: no prediction, the bin's prior).
+func (bp binPrior) with(p float64, ok bool) (a, b float64) {
+	if !ok || bp.a+bp.b == 0 {
+		return bp.a, bp.b
+	}
+	c := bp.a + bp.b
+	mm := sigmoid(logit(clampP(p)) + bp.lm - bp.lpbar)
 	return c * mm, c * (1 - mm)
 }
 
@@ -206,18 +217,55 @@ func clampP(p float64) float64 { return math.Min(1-1e-6, math.Max(1e-6, p)) }
 // prior when it was never observed). A prior of strength 0 with no
 // evidence is Beta(1, 1) rather than improper.
 func (e *Estimate) Posterior(id, bin string) (a, b float64) {
-	if t := e.tasks[id]; t != nil {
+	t := e.tasks[id]
+	if t != nil {
 		bin = t.bin
-		a, b = e.taskPrior(id, bin)
+	}
+	a, b = e.taskPrior(id, bin)
+	return posterior(t, a, b)
+}
+
+// posterior adds task belief t's evidence (none when t is nil) to its
+// prior Beta(a, b).
+func posterior(t *taskBelief, a, b float64) (float64, float64) {
+	if t != nil {
 		a, b = a+t.ev.pass, b+t.ev.fail
-	} else {
-		a, b = e.taskPrior(id, bin)
 	}
 	if a+b == 0 {
 		return 1, 1
 	}
 	const tiny = 1e-9 // a Beta needs both parameters > 0
 	return math.Max(a, tiny), math.Max(b, tiny)
+}
+
+// A snapshot scores many tasks against the estimate as it stands, each
+// bin's prior computed once rather than once a task: the replay
+// curricula score their whole buffer at each plan and eviction. It is
+// valid until the estimate next changes (Observe, Discount, Forget).
+type snapshot struct {
+	e    *Estimate
+	bins map[string]binPrior
+}
+
+func (e *Estimate) snapshot() snapshot { return snapshot{e: e, bins: make(map[string]binPrior)} }
+
+// posterior is Posterior(id, bin) with the Predictor's answer for id given
+// (p, ok) rather than asked for.
+func (s snapshot) posterior(id, bin string, p float64, ok bool) (a, b float64) {
+	t := s.e.tasks[id]
+	if t != nil {
+		bin = t.bin
+	}
+	bp, seen := s.bins[bin]
+	if !seen {
+		bp = s.e.binPrior(bin)
+		s.bins[bin] = bp
+	}
+	if s.e.Predictor == nil {
+		ok = false
+	}
+	a, b = bp.with(p, ok)
+	return posterior(t, a, b)
 }
 
 // Score is task id's expected learnability.

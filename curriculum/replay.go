@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -264,6 +265,31 @@ func (r *Replay) predict(id string) (float64, bool) {
 	return sigmoid(r.target.a - e.t.Difficulty), true
 }
 
+// scoring reads buffered tasks' posteriors off one snapshot of the
+// estimate (each bin's prior computed once), with predict's prediction
+// taken from the entry rather than looked up: what Plan, eviction and Stats
+// do for every task buffered. It is valid until the estimate next changes.
+type scoring struct {
+	r *Replay
+	s snapshot
+}
+
+func (r *Replay) scoring() scoring { return scoring{r: r, s: r.est.snapshot()} }
+
+// posterior is r.est.Posterior(e.t.ID, e.bin).
+func (c scoring) posterior(e *entry) (a, b float64) {
+	return c.s.posterior(e.t.ID, e.bin, sigmoid(c.r.target.a-e.t.Difficulty), true)
+}
+
+// score is r.est.Score(e.t.ID, e.bin).
+func (c scoring) score(e *entry) float64 { return Learnability(c.posterior(e)) }
+
+// mean is r.est.Mean(e.t.ID, e.bin).
+func (c scoring) mean(e *entry) float64 {
+	a, b := c.posterior(e)
+	return a / (a + b)
+}
+
 // Estimate is the curriculum's estimate (read it from the curriculum's
 // goroutine only).
 func (r *Replay) Estimate() *Estimate { return r.est }
@@ -327,6 +353,7 @@ func (r *Replay) round(x float64) int {
 // candidates are the buffered tasks the strategy may replay.
 func (r *Replay) candidates() []*entry {
 	out := make([]*entry, 0, len(r.buf))
+	sc := r.scoring()
 	for _, e := range r.buf {
 		if r.frontierLike() && e.served > e.groups && r.tick-e.last <= lostAfter {
 			// Not while a group of it is in flight: its outcomes say
@@ -348,11 +375,11 @@ func (r *Replay) candidates() []*entry {
 				continue
 			}
 		case StrategyEasy:
-			if r.est.Tries(e.t.ID) == 0 || r.est.Mean(e.t.ID, e.bin) <= r.cfg.EasyAbove {
+			if r.est.Tries(e.t.ID) == 0 || sc.mean(e) <= r.cfg.EasyAbove {
 				continue
 			}
 		case StrategyHard:
-			if r.est.Tries(e.t.ID) == 0 || r.est.Mean(e.t.ID, e.bin) >= r.cfg.HardBelow {
+			if r.est.Tries(e.t.ID) == 0 || sc.mean(e) >= r.cfg.HardBelow {
 				continue
 			}
 		}
@@ -366,26 +393,91 @@ func (r *Replay) draw(cands []*entry, k int, replace bool) []*entry {
 	if k <= 0 || len(cands) == 0 {
 		return nil
 	}
-	w := r.weights(cands)
+	f := newFenwick(r.weights(cands))
 	out := make([]*entry, 0, k)
 	for range k {
-		var sum float64
-		for _, x := range w {
-			sum += x
-		}
-		if !(sum > 0) {
+		i, ok := f.find(r.rng.Float64())
+		if !ok {
 			break
-		}
-		u, i := r.rng.Float64()*sum, 0
-		for ; i < len(w)-1 && u >= w[i]; i++ {
-			u -= w[i]
 		}
 		out = append(out, cands[i])
 		if !replace {
-			w[i] = 0
+			f.zero(i)
 		}
 	}
 	return out
+}
+
+// fenwick draws indices in proportion to their weights, and takes a weight
+// out, in O(log n) each: Plan draws hundreds of tasks from thousands
+// buffered, where summing the weights again for each draw cost O(n).
+type fenwick struct {
+	w    []float64 // the weights as they stand
+	tree []float64 // tree[i] sums w over (i − lowbit(i), i], 1-based
+	left int       // weights still positive
+}
+
+func newFenwick(w []float64) *fenwick {
+	f := &fenwick{w: w, tree: make([]float64, len(w)+1)}
+	for i, x := range w {
+		if x > 0 {
+			f.left++
+		}
+		j := i + 1
+		f.tree[j] += x
+		if k := j + j&-j; k < len(f.tree) {
+			f.tree[k] += f.tree[j]
+		}
+	}
+	return f
+}
+
+// find is the index whose share of the total weight holds u·total (u in
+// [0, 1)); ok is false when no weight is left.
+func (f *fenwick) find(u float64) (int, bool) {
+	if f.left == 0 {
+		return 0, false
+	}
+	n := len(f.w)
+	total := 0.0
+	for j := n; j > 0; j -= j & -j {
+		total += f.tree[j]
+	}
+	if !(total > 0) {
+		return 0, false
+	}
+	target, pos := u*total, 0
+	for step := 1 << bits.Len(uint(n)); step > 0; step >>= 1 {
+		if next := pos + step; next <= n && f.tree[next] <= target {
+			pos = next
+			target -= f.tree[next]
+		}
+	}
+	// pos is the index of the first prefix beyond target; rounding can leave
+	// it on a weight of zero or past the end: take the nearest positive one.
+	for i := min(pos, n-1); i >= 0; i-- {
+		if f.w[i] > 0 {
+			return i, true
+		}
+	}
+	for i := pos + 1; i < n; i++ {
+		if f.w[i] > 0 {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// zero takes index i's weight out.
+func (f *fenwick) zero(i int) {
+	x := f.w[i]
+	if !(x > 0) {
+		return
+	}
+	f.w[i], f.left = 0, f.left-1
+	for j := i + 1; j < len(f.tree); j += j & -j {
+		f.tree[j] -= x
+	}
 }
 
 // weights is the replay distribution over cands: for the frontier
@@ -400,20 +492,16 @@ func (r *Replay) weights(cands []*entry) []float64 {
 		}
 		return w
 	}
-	score := make([]float64, len(cands))
-	order := make([]int, len(cands))
-	for i, e := range cands {
-		score[i], order[i] = r.est.Score(e.t.ID, e.bin), i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(score[b], score[a]) })
+	sc := r.scoring()
+	order := byScore(len(cands), func(i int) float64 { return -sc.score(cands[i]) })
 	var ssum, csum float64
 	stale := make([]float64, len(cands))
 	for i := len(r.rankW); i < len(cands); i++ {
 		r.rankW = append(r.rankW, math.Pow(float64(i+1), -1/r.cfg.Temperature))
 	}
-	for rank, i := range order {
-		w[i] = r.rankW[rank]
-		ssum += w[i]
+	for rank, x := range order {
+		w[x.i] = r.rankW[rank]
+		ssum += w[x.i]
 	}
 	for i, e := range cands {
 		stale[i] = float64(r.tick - e.last)
@@ -426,6 +514,25 @@ func (r *Replay) weights(cands []*entry) []float64 {
 		}
 	}
 	return w
+}
+
+// scored is index i and its key, for byScore.
+type scored struct {
+	key float64
+	i   int
+}
+
+// byScore orders indices 0..n-1 by key(i), lowest first, ties in index
+// order (as a stable sort would). Plan ranks the whole buffer this way at
+// every request and eviction at every admission, so the keys sit beside
+// the indices rather than behind them.
+func byScore(n int, key func(i int) float64) []scored {
+	out := make([]scored, n)
+	for i := range out {
+		out[i] = scored{key(i), i}
+	}
+	slices.SortFunc(out, func(a, b scored) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.i, b.i)) })
+	return out
 }
 
 // Admit puts fresh tasks into the buffer, evicting the least learnable
@@ -455,19 +562,17 @@ func (r *Replay) evict() {
 	if over <= 0 {
 		return
 	}
-	score := make([]float64, len(r.buf))
-	order := make([]int, len(r.buf))
-	for i, e := range r.buf {
-		score[i], order[i] = r.est.Score(e.t.ID, e.bin), i
-		if e.retired {
-			score[i] = -1
+	sc := r.scoring()
+	order := byScore(len(r.buf), func(i int) float64 {
+		if r.buf[i].retired {
+			return -1
 		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(score[a], score[b]) })
+		return sc.score(r.buf[i])
+	})
 	gone := make([]bool, len(r.buf))
-	for _, i := range order[:over] {
-		gone[i] = true
-		id := r.buf[i].t.ID
+	for _, x := range order[:over] {
+		gone[x.i] = true
+		id := r.buf[x.i].t.ID
 		delete(r.byID, id)
 		delete(r.reqOf, id)
 		r.est.Forget(id)
@@ -542,12 +647,13 @@ func (r *Replay) Request() synth.Request {
 func (r *Replay) compoundBase() *entry {
 	var best *entry
 	bestS := math.Inf(-1)
+	sc := r.scoring()
 	for _, e := range r.buf {
 		if e.retired || e.compounded >= MaxCompounds || len(e.t.Mutations) == 0 || len(e.t.Mutations) >= MaxCompoundK ||
-			r.est.Tries(e.t.ID) == 0 || r.est.Mean(e.t.ID, e.bin) < 0.5 {
+			r.est.Tries(e.t.ID) == 0 || sc.mean(e) < 0.5 {
 			continue
 		}
-		if s := r.est.Score(e.t.ID, e.bin); s > bestS {
+		if s := sc.score(e); s > bestS {
 			best, bestS = e, s
 		}
 	}
@@ -568,8 +674,9 @@ type steerCandidate struct {
 // never seen near those that proved learnable.
 func (r *Replay) candidates4(bins []string) []steerCandidate {
 	front := map[string]int{}
+	sc := r.scoring()
 	for _, e := range r.buf {
-		if r.onFrontier(e) {
+		if r.onFrontier(sc, e) {
 			front[e.bin]++
 		}
 	}
@@ -754,11 +861,11 @@ func (r *Replay) Advance(version int64) {
 	}
 }
 
-func (r *Replay) onFrontier(e *entry) bool {
+func (r *Replay) onFrontier(sc scoring, e *entry) bool {
 	if e.retired || r.est.Tries(e.t.ID) == 0 {
 		return false
 	}
-	m := r.est.Mean(e.t.ID, e.bin)
+	m := sc.mean(e)
 	return m >= 0.1 && m <= 0.9
 }
 
@@ -775,6 +882,7 @@ func (r *Replay) Stats() CurriculumStats {
 		}
 		return per[b]
 	}
+	sc := r.scoring()
 	for _, e := range r.buf {
 		br := bin(e.bin)
 		br.Tasks++
@@ -783,12 +891,12 @@ func (r *Replay) Stats() CurriculumStats {
 			continue
 		}
 		f.Active++
-		if r.onFrontier(e) {
+		if r.onFrontier(sc, e) {
 			f.Frontier++
 			br.Frontier++
 		}
 		if r.est.Tries(e.t.ID) > 0 {
-			f.MeanHistogram[min(4, int(5*r.est.Mean(e.t.ID, e.bin)))]++
+			f.MeanHistogram[min(4, int(5*sc.mean(e)))]++
 		}
 	}
 	for b := range r.yield {

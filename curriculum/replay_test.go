@@ -2,6 +2,9 @@ package curriculum
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/frognano/frog/env"
@@ -366,5 +369,77 @@ func TestRequestsMoveOnFromBinsTheSynthesizerCannotMake(t *testing.T) {
 	}
 	if n := asked[scarce.Key()] + asked[synth.Knobs{Family: "idiom"}.Key()]; n > 12 {
 		t.Errorf("asked for the bin it cannot make %d times of 60 (%v); want it dropped after a few", n, asked)
+	}
+}
+
+// TestScoringAgreesWithTheEstimate checks the snapshot that Plan, eviction
+// and Stats score the buffer with: every buffered task's posterior is the
+// estimate's own, to the bit, for tasks played and unplayed, in bins seen
+// and unseen, with the target's ability moved off its start.
+func TestScoringAgreesWithTheEstimate(t *testing.T) {
+	r := newReplay(t, nil)
+	kinds(t, r, 5)
+	for i := range 6 {
+		// Unplayed tasks, some in a bin never observed, at spread difficulties.
+		bin := []string{"easy/1/single/m", "fresh/2/multi/m"}[i%2]
+		r.Admit([]*env.Task{{ID: fmt.Sprintf("new-%d", i), Bin: bin, Difficulty: float64(i) - 2}})
+	}
+	r.target.a = 1.3
+	sc := r.scoring()
+	for _, e := range r.buf {
+		a, b := r.est.Posterior(e.t.ID, e.bin)
+		ga, gb := sc.posterior(e)
+		if a != ga || b != gb {
+			t.Errorf("%s: snapshot Beta(%v, %v), estimate Beta(%v, %v)", e.t.ID, ga, gb, a, b)
+		}
+		if got, want := sc.score(e), r.est.Score(e.t.ID, e.bin); got != want {
+			t.Errorf("%s: snapshot score %v, estimate %v", e.t.ID, got, want)
+		}
+	}
+}
+
+// TestFenwickDraws checks Plan's sampler: without replacement it draws
+// every positive weight once and no zero weight; with replacement it draws
+// in proportion to the weights.
+func TestFenwickDraws(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 3, 7, 64, 1000} {
+		w := make([]float64, n)
+		positive := 0
+		for i := range w {
+			if i%3 != 1 {
+				w[i] = rng.Float64() + 1e-3
+				positive++
+			}
+		}
+		f := newFenwick(slices.Clone(w))
+		seen := map[int]bool{}
+		for {
+			i, ok := f.find(rng.Float64())
+			if !ok {
+				break
+			}
+			if w[i] == 0 || seen[i] {
+				t.Fatalf("n %d: drew %d (weight %v, seen before %v)", n, i, w[i], seen[i])
+			}
+			seen[i] = true
+			f.zero(i)
+		}
+		if len(seen) != positive {
+			t.Errorf("n %d: drew %d of %d positive weights", n, len(seen), positive)
+		}
+	}
+	w := []float64{1, 0, 2, 5, 2}
+	f := newFenwick(slices.Clone(w))
+	count := make([]int, len(w))
+	const draws = 100000
+	for range draws {
+		i, _ := f.find(rng.Float64())
+		count[i]++
+	}
+	for i, c := range count {
+		if want := w[i] / 10 * draws; math.Abs(float64(c)-want) > 5*math.Sqrt(want+1) {
+			t.Errorf("index %d drawn %d times, want about %.0f", i, c, want)
+		}
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/frognano/frog/policy/neural"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
 )
@@ -521,7 +522,7 @@ func runSimExperiment(ctx context.Context, o *experimentOptions, strategy string
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
 	cfg.RefillZeroVariance = o.Refill
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, fixFor(src)),
+		Provider: prov, Learner: learner, Source: taskenv.OracleSource(src, oracle, taskenv.FixFor(src)),
 		Curriculum: cur, Log: log.Level(zerolog.WarnLevel),
 		OnUpdate: func(r actors.UpdateRecord) {
 			mu.Lock()

@@ -24,6 +24,7 @@ import (
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/store"
 )
@@ -94,7 +95,7 @@ type realExperiment struct {
 	o       *experimentOptions
 	ws      *gotask.Workspaces
 	prov    env.Provider
-	eval    *taskEnv
+	eval    *taskenv.Env
 	heldout []actors.EvalTask
 	train   []synth.TaskRecord
 	backend cuda.Backend
@@ -110,7 +111,7 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 	if err != nil {
 		return nil, nil, usagef("--tasks %s: %v (make run writes runs/train-tasks.jsonl; or run frog synth --n 200 --out %s)", r.Tasks, err, r.Tasks)
 	}
-	recs, err := loadTasks("--heldout-tasks", r.Heldout, 0, o.Heldout, log)
+	recs, err := taskenv.Load("--heldout-tasks", r.Heldout, 0, o.Heldout, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,7 +126,7 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 		return nil, nil, err
 	}
 	closeAll := func() { release(); backend.Close() }
-	heldout, quarantined, err := checkTasks(ctx, tenv, recs, o.Concurrency, log)
+	heldout, quarantined, err := tenv.Check(ctx, recs, o.Concurrency, log)
 	if err == nil {
 		heldout, err = fixHeldout(o.Dir, recs, heldout, quarantined, log)
 	}
@@ -134,7 +135,7 @@ func openRealExperiment(ctx context.Context, o *experimentOptions, log zerolog.L
 		return nil, nil, err
 	}
 	log.Info().Int("tasks", len(heldout)).Int("quarantined", len(quarantined)).Int("train_tasks", len(train)).Msg("held-out tasks checked")
-	x := &realExperiment{o: o, ws: tenv.ws, prov: prov, eval: tenv, heldout: heldout, train: train, backend: backend, log: log,
+	x := &realExperiment{o: o, ws: tenv.Workspaces, prov: prov, eval: tenv, heldout: heldout, train: train, backend: backend, log: log,
 		start: map[uint64]heldoutPoint{}}
 	return x, closeAll, nil
 }
@@ -174,7 +175,7 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 	var out []actors.EvalTask
 	for _, r := range recs {
 		if keep[r.ID] {
-			out = append(out, evalTask(r))
+			out = append(out, taskenv.EvalTask(r))
 		}
 	}
 	if len(out) != len(rec.Tasks) {
@@ -341,7 +342,7 @@ func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Po
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = name+"-eval", x.o.Concurrency, x.o.Real.EvalTries, env.StepsForTries(x.o.Real.EvalTries)
 	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
-		actors.Deps{Provider: x.prov, Harness: x.eval.h, Log: zerolog.Nop()})
+		actors.Deps{Provider: x.prov, Harness: x.eval.Harness, Log: zerolog.Nop()})
 	if err != nil {
 		return heldoutPoint{}, fmt.Errorf("held-out evaluation: %w", err)
 	}

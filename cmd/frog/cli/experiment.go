@@ -575,17 +575,6 @@ func runWhole(ctx context.Context, cfg actors.Config, deps actors.Deps) (actors.
 	return sum, err
 }
 
-// evaluateWhole evaluates pol on every task of cfg; an evaluation cut short
-// by ctx is an error, not the rate of whichever tasks finished first
-// (actors.Evaluate reports those, cancelled episodes counted apart).
-func evaluateWhole(ctx context.Context, cfg actors.EvalConfig, pol policy.Policy, deps actors.Deps) (actors.EvalReport, error) {
-	rep, err := actors.Evaluate(ctx, cfg, pol, deps)
-	if err == nil {
-		err = ctx.Err()
-	}
-	return rep, err
-}
-
 // newRunResult is a run's result before its curve is measured.
 func newRunResult(o *experimentOptions, strategy string, seed uint64, execs int64, sum actors.Summary, heldout int) runResult {
 	r := runResult{Strategy: strategy, Seed: seed, Budget: o.Budget, Executions: execs, Episodes: sum.Episodes.Completed,

@@ -341,7 +341,7 @@ func (x *realExperiment) evaluate(ctx context.Context, name string, p *neural.Po
 	g.Greedy = true
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = name+"-eval", x.o.Concurrency, x.o.Real.EvalTries, env.StepsForTries(x.o.Real.EvalTries)
-	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
+	rep, err := actors.EvaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: x.heldout}, &g,
 		actors.Deps{Provider: x.prov, Harness: x.eval.Harness, Log: zerolog.Nop()})
 	if err != nil {
 		return heldoutPoint{}, fmt.Errorf("held-out evaluation: %w", err)

@@ -10,14 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/rs/zerolog"
-
-	"github.com/frognano/frog/actors"
-	"github.com/frognano/frog/env"
-	envsim "github.com/frognano/frog/env/sim"
-	"github.com/frognano/frog/synth"
-	synthsim "github.com/frognano/frog/synth/sim"
 )
 
 // TestExperimentCurriculum runs a small sim experiment: every run spends
@@ -136,45 +128,5 @@ func TestExperimentCurriculumReal(t *testing.T) {
 	runJSON(t, args...)
 	if again, _ := readResults(dir); len(again) != 2 {
 		t.Errorf("a second invocation left %d runs; want the same 2", len(again))
-	}
-}
-
-// submitter submits at once: an evaluation's episodes then end at their
-// first step.
-type submitter struct{}
-
-func (submitter) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
-	for i := range obs {
-		acts[i] = env.Action{Tool: env.ToolSubmit}
-	}
-	return nil
-}
-
-// TestEvaluateWholeRefusesACutShortEvaluation: a whole evaluation is a
-// report of every task; one whose context is cancelled is an error, where
-// actors.Evaluate would report the tasks that finished.
-func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
-	sp, err := envsim.New(envsim.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := synthsim.NewHeldout(1, 1, 0).TasksFor(context.Background(), 8, synth.Knobs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := actors.EvalConfig{Run: actors.DefaultConfig()}
-	cfg.Run.Concurrency = 2
-	for _, task := range tasks {
-		cfg.Tasks = append(cfg.Tasks, actors.EvalTask{Task: task})
-	}
-	deps := actors.Deps{Provider: sp, Log: zerolog.Nop()}
-	rep, err := evaluateWhole(context.Background(), cfg, submitter{}, deps)
-	if err != nil || rep.Outcomes.Completed != len(tasks) {
-		t.Fatalf("a whole evaluation: %v, %d of %d completed", err, rep.Outcomes.Completed, len(tasks))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := evaluateWhole(ctx, cfg, submitter{}, deps); !errors.Is(err, context.Canceled) {
-		t.Errorf("an evaluation cut short: %v; want context.Canceled", err)
 	}
 }

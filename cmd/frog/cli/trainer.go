@@ -128,7 +128,7 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, env.StepsForTries(t.o.EvalTries)
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).Int("tasks", len(t.heldout)).Msg("held-out evaluation started")
 	t0 := time.Now()
-	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
+	rep, err := actors.EvaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
 		actors.Deps{Provider: t.prov, Harness: t.tenv.Harness, Log: zerolog.Nop()})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -24,6 +24,9 @@ type Runner interface {
 // Table.Print prints). A run cut short by ctx is not recorded: Run
 // returns ctx's error, and the next invocation runs it again.
 func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
+	if o.Mode != "sim" && (o.Mode != "real" || o.Real == nil) {
+		return Table{}, fmt.Errorf("experiment mode %q: want sim, or real with its RealOptions", o.Mode)
+	}
 	results, err := OpenDir(o, deps.Version)
 	if err != nil {
 		return Table{}, err

@@ -155,3 +155,19 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("uniform row %+v: want no difference from itself, 1 seed reaching", u)
 	}
 }
+
+// TestRunRefusesAnUnknownMode: a mode Run has no Runner for (or real
+// without its options) is an error before the directory is made.
+func TestRunRefusesAnUnknownMode(t *testing.T) {
+	for _, mode := range []string{"", "replay", "real"} {
+		dir := filepath.Join(t.TempDir(), "exp")
+		o := simOptions(dir)
+		o.Mode = mode
+		if _, err := Run(context.Background(), o, simDeps(o)); err == nil {
+			t.Errorf("mode %q: no error", mode)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("mode %q: the directory was made (%v)", mode, err)
+		}
+	}
+}

@@ -223,7 +223,7 @@ func runExperiment(ctx context.Context, g *globals, o *experiment.Options, asJSO
 		o.Dir = filepath.Join("runs", "experiment-curriculum-"+o.Mode+"-"+time.Now().UTC().Format("20060102-150405"))
 	}
 	deps := experiment.Deps{
-		Version: version(), Log: log, Sandboxes: sandboxOpener(log), Tensor: cuda.Open,
+		Version: version(), Log: log, Sandboxes: sandboxOpener(sandboxSpec{}, log), Tensor: cuda.Open,
 		Curriculum: func(strategy string, seed uint64, difficulty float64) (curriculum.Curriculum, error) {
 			return newCurriculum(experimentCurriculum(o, strategy, seed, difficulty))
 		},

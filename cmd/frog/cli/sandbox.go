@@ -196,14 +196,17 @@ func (t *taskOptions) flags(f *pflag.FlagSet) {
 // o.Workspaces (taskenv.Open). The func releases the sandboxes.
 func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerolog.Logger) (*taskenv.Env, env.Provider, func(), error) {
 	sb := taskenv.Sandboxes{SandboxOptions: taskenv.SandboxOptions(spec.sandboxOptions), Run: spec.Run, Concurrency: spec.Concurrency}
-	return taskenv.Open(ctx, taskenv.Options(o), sb, sandboxOpener(log), log)
+	return taskenv.Open(ctx, taskenv.Options(o), sb, sandboxOpener(spec, log), log)
 }
 
 // sandboxOpener opens the sandboxes of a task env (taskenv.Opener) with
-// openSandboxes.
-func sandboxOpener(log zerolog.Logger) taskenv.Opener {
+// openSandboxes: those it is asked for, with the rest of base (the
+// simulated backend's model, Validation).
+func sandboxOpener(base sandboxSpec, log zerolog.Logger) taskenv.Opener {
 	return func(ctx context.Context, s taskenv.Sandboxes) (env.Provider, func(), error) {
-		return openSandboxes(ctx, sandboxSpec{sandboxOptions: sandboxOptions(s.SandboxOptions), Run: s.Run, Concurrency: s.Concurrency, Workspaces: s.Workspaces}, log)
+		spec := base
+		spec.sandboxOptions, spec.Run, spec.Concurrency, spec.Workspaces = sandboxOptions(s.SandboxOptions), s.Run, s.Concurrency, s.Workspaces
+		return openSandboxes(ctx, spec, log)
 	}
 }
 

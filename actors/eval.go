@@ -153,6 +153,19 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	return rep, err
 }
 
+// EvaluateWhole is Evaluate for callers that keep whole evaluations only
+// (frog train's held-out evaluations, an experiment's held-out points):
+// an evaluation cut short by ctx is ctx's error, not the rate of
+// whichever tasks finished first (Evaluate reports those, cancelled
+// episodes counted apart).
+func EvaluateWhole(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps) (EvalReport, error) {
+	rep, err := Evaluate(ctx, cfg, pol, deps)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return rep, err
+}
+
 // tally fills r's outcomes, solve rates (overall, at each of marks tries,
 // by module, family and k) and costs from the episodes' results.
 func (r *EvalReport) tally(results []EpisodeResult, byID map[string]*EvalTask, marks []int) {

@@ -9,6 +9,8 @@
 // default, scores tasks by their expected learnability under per-task Beta
 // posteriors pooled by bin: Estimate); Target and Fixed only ever ask for
 // fresh tasks of a difficulty (Target's follows the policy's ability).
+// ReplayOptions are the settings of Replay that commands take from their
+// user and record.
 //
 // A curriculum is plain synchronous code: the curriculum actor of package
 // actors calls it from one goroutine, and it never blocks, so it is

@@ -79,6 +79,26 @@ type ReplayConfig struct {
 	Compound float64 `json:"compound,omitempty"`
 }
 
+// ReplayOptions are the settings of a ReplayConfig that frog's commands
+// take from their user (--fresh-share, --curriculum-temperature, …), as
+// their config.json records them; Apply sets them in a ReplayConfig.
+type ReplayOptions struct {
+	FreshShare  float64 `json:"fresh_share"`
+	Temperature float64 `json:"temperature"`
+	Staleness   float64 `json:"staleness"`
+	Discount    float64 `json:"discount"`
+	FixedSet    int     `json:"fixed_set"`
+	Capacity    int     `json:"capacity"`
+	Compound    float64 `json:"compound,omitempty"`
+}
+
+// Apply sets o's settings in cfg.
+func (o ReplayOptions) Apply(cfg *ReplayConfig) {
+	cfg.FreshShare, cfg.Temperature, cfg.Staleness = o.FreshShare, o.Temperature, o.Staleness
+	cfg.Estimate.Discount, cfg.FixedSet, cfg.Capacity = o.Discount, o.FixedSet, o.Capacity
+	cfg.Compound = o.Compound
+}
+
 // MaxCompoundK is the most mutations a compound task is made with;
 // MaxCompounds the most compound requests made of one base task.
 const (

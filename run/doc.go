@@ -45,4 +45,11 @@
 // cancelling a run stops it calling them and never leaves half a file.
 // Create, Resume, Load and the Close methods are called by the run's owner
 // (the command), before the actors start and after they stop.
+//
+// Two error categories are shared by every package under run and the
+// command line, which maps them to exit codes: a *UsageError is the
+// caller's input (a bad flag, argument, value or file; exit code 2), and
+// ErrInterrupted wraps a job that a signal, through its context, stopped
+// before it had anything to report (exit code 130). Callers branch on them
+// with errors.As and errors.Is; the message is the wrapped error's.
 package run

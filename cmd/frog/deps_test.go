@@ -127,6 +127,10 @@ func TestAllowed(t *testing.T) {
 		{"gotask", "synth/source", true},
 		{"actors", "gotask", true},
 		{"cmd/frog/cli", "gotask", true},
+		{"cmd/frog/cli", "run/experiment", true},
+		{"run/experiment", "run/taskenv", true}, // one layer
+		{"run/taskenv", "actors", true},
+		{"run/taskenv", "cmd/frog/cli", false}, // the command line wires run/…, never the reverse
 		{"gotask/gotest", "env", true},
 		{"synth/source", "synth/validate", true},
 		{"env/docker", "env/docker/internal", true},

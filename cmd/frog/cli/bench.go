@@ -14,6 +14,7 @@ import (
 	"github.com/frognano/frog/curriculum"
 	envsim "github.com/frognano/frog/env/sim"
 	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/run/taskenv"
 	synthsim "github.com/frognano/frog/synth/sim"
 )
 
@@ -94,7 +95,7 @@ func runBench(ctx context.Context, g *globals, o *benchOptions) error {
 		}
 		oracle := policysim.NewOracle()
 		return actors.Deps{Provider: prov, Learner: policysim.NewLearner(0, 0.001, o.seed, oracle),
-			Source: newOracleSource(synthsim.New(o.seed, 0.5), oracle, simFix), Curriculum: cur, Log: quiet}, nil
+			Source: taskenv.OracleSource(synthsim.New(o.seed, 0.5), oracle, taskenv.SimFix), Curriculum: cur, Log: quiet}, nil
 	}
 	rep, err := actors.Bench(ctx, actors.BenchConfig{
 		Episodes: o.episodes, Concurrency: o.concurrency, Repeats: o.repeats, Live: o.live, NewDeps: newDeps,

@@ -22,6 +22,7 @@ import (
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
 )
@@ -234,12 +235,12 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return err
 	}
 	defer release()
-	checkStart, checkCPU, beforeCheck := time.Now(), cpuSeconds(), tenv.h.Stats()
+	checkStart, checkCPU, beforeCheck := time.Now(), cpuSeconds(), tenv.Harness.Stats()
 	considered := recs[:min(len(recs), 4*o.limit)]
 	var checked []actors.EvalTask
 	var quarantined []string
 	pprof.Do(ctx, pprof.Labels("phase", "check"), func(ctx context.Context) {
-		checked, quarantined, err = checkTasks(ctx, tenv, considered, o.concurrency, log)
+		checked, quarantined, err = tenv.Check(ctx, considered, o.concurrency, log)
 	})
 	if err != nil {
 		return err
@@ -248,7 +249,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		return fmt.Errorf("no task of the %d considered holds up (all quarantined: %s)", len(considered), strings.Join(quarantined, ", "))
 	}
 	var rep benchTriesReport
-	afterCheck := tenv.h.Stats()
+	afterCheck := tenv.Harness.Stats()
 	rep.Check = checkBench{Tasks: len(considered), Seconds: time.Since(checkStart).Seconds(), CPUSeconds: cpuSeconds() - checkCPU,
 		CoverBuilds: afterCheck.CoverBuilds - beforeCheck.CoverBuilds, RealBuilds: afterCheck.RealBuilds - beforeCheck.RealBuilds,
 		GoTests: afterCheck.GoTests - beforeCheck.GoTests}
@@ -259,7 +260,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	}
 	if o.perTask > 0 {
 		log.Info().Int("tasks", len(tasks)).Msg("tries: schema binaries against real builds")
-		if rep.Tries, err = gotask.BenchTries(ctx, prov, tenv.ws, tasks, o.perTask); err != nil {
+		if rep.Tries, err = gotask.BenchTries(ctx, prov, tenv.Workspaces, tasks, o.perTask); err != nil {
 			return err
 		}
 	}
@@ -270,20 +271,20 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 	// new harness (its outcome cache empty, as a new process's is) over the
 	// binaries the earlier passes left in the binary cache, and a policy
 	// with other seeds.
-	later := gotask.NewHarness(tenv.ws, tenv.hcfg)
+	later := gotask.NewHarness(tenv.Workspaces, tenv.HarnessConfig)
 	laterPol, _ := evalPolicy(o.policy, 2)
 	// A later run checks its tasks as every run does (what the tries'
 	// time limits learn from): timed apart, as the first run's check is.
 	laterCheck, laterCPU := time.Now(), cpuSeconds()
 	pprof.Do(ctx, pprof.Labels("phase", "later-check"), func(ctx context.Context) {
-		gotask.NewQuarantine(tenv.ws, later, prov, "bench-tries", log).CheckAll(ctx, tasks, checkConcurrency(o.concurrency))
+		gotask.NewQuarantine(tenv.Workspaces, later, prov, "bench-tries", log).CheckAll(ctx, tasks, taskenv.CheckConcurrency(o.concurrency))
 	})
 	rep.Check.LaterSeconds, rep.Check.LaterCPU = time.Since(laterCheck).Seconds(), cpuSeconds()-laterCPU
 	for _, pass := range []struct {
 		name string
 		h    *gotask.Harness
 		pol  policy.Policy
-	}{{"first", tenv.h, pol}, {"second", tenv.h, pol}, {"later-run", later, laterPol}} {
+	}{{"first", tenv.Harness, pol}, {"second", tenv.Harness, pol}, {"later-run", later, laterPol}} {
 		log.Info().Str("pass", pass.name).Msg("episodes")
 		before, cpu0 := pass.h.Stats(), cpuSeconds()
 		var e actors.EvalReport
@@ -305,7 +306,7 @@ func runBenchTries(ctx context.Context, g *globals, o *benchTriesOptions) error 
 		}
 	}
 	rep.NewTask = costOfNewTask(rep, len(checked))
-	rep.Harness = tenv.h.Stats()
+	rep.Harness = tenv.Harness.Stats()
 	if rep.Open, err = benchOpen(ctx, o, tenv, tasks, log); err != nil {
 		return err
 	}
@@ -372,12 +373,12 @@ func costOfNewTask(rep benchTriesReport, n int) newTaskCost {
 
 // benchOpen times sandbox opens of the tasks with their templates made
 // against with a fresh template root each time (laid out from the module).
-func benchOpen(ctx context.Context, o *benchTriesOptions, tenv *taskEnv, tasks []*env.Task, log zerolog.Logger) (openBench, error) {
+func benchOpen(ctx context.Context, o *benchTriesOptions, tenv *taskenv.Env, tasks []*env.Task, log zerolog.Logger) (openBench, error) {
 	var with, without []time.Duration
 	for i := range o.opens {
 		t := tasks[i%len(tasks)]
 		for _, cached := range []bool{true, false} {
-			ws := tenv.ws
+			ws := tenv.Workspaces
 			if !cached {
 				root, err := os.MkdirTemp("", "frog-bench-open-")
 				if err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/frognano/frog/run"
 )
 
 // Version is frog's version, written into every run directory.
@@ -32,15 +34,11 @@ const (
 	ExitInterrupted = 130
 )
 
-// UsageError is a bad flag, argument or value: exit code 2.
-type UsageError struct{ Err error }
+// UsageError is a bad flag, argument or value: exit code 2. It is
+// run.UsageError, which the packages under run return too.
+type UsageError = run.UsageError
 
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usagef(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
+func usagef(format string, args ...any) error { return run.Usagef(format, args...) }
 
 // inRange is a usage error naming flag unless lo <= v <= hi. Sizes have an
 // upper bound too: a count near math.MaxInt64 overflows what is computed
@@ -63,14 +61,12 @@ func firstErr(errs ...error) error {
 }
 
 // ErrInterrupted is returned when a signal stopped the job; what it had done
-// was recorded and reported first.
-var ErrInterrupted = errors.New("interrupted")
+// was recorded and reported first. It is run.ErrInterrupted.
+var ErrInterrupted = run.ErrInterrupted
 
 // interrupted is ErrInterrupted with what the signal cut short, for a job
 // stopped before it had anything to report: Main says it.
-func interrupted(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInterrupted}, args...)...)
-}
+func interrupted(format string, args ...any) error { return run.Interrupted(format, args...) }
 
 // ExitCode maps an error returned by Run to the process's exit code.
 func ExitCode(err error) int {

@@ -13,16 +13,8 @@ import (
 var curricula = append(slices.Clone(curriculum.Strategies), "target", "fixed")
 
 // replayOptions are the flags of the replay curricula (frontier and the
-// strategies it is compared with).
-type replayOptions struct {
-	FreshShare  float64 `json:"fresh_share"`
-	Temperature float64 `json:"temperature"`
-	Staleness   float64 `json:"staleness"`
-	Discount    float64 `json:"discount"`
-	FixedSet    int     `json:"fixed_set"`
-	Capacity    int     `json:"capacity"`
-	Compound    float64 `json:"compound,omitempty"`
-}
+// strategies it is compared with): curriculum.ReplayOptions.
+type replayOptions curriculum.ReplayOptions
 
 func (o *replayOptions) flags(f *pflag.FlagSet) {
 	d := curriculum.DefaultReplayConfig()
@@ -83,9 +75,7 @@ func newCurriculum(s curriculumSpec) (curriculum.Curriculum, error) {
 	}
 	cfg := curriculum.DefaultReplayConfig()
 	cfg.Strategy, cfg.Seed, cfg.Difficulty = name, seed, difficulty
-	cfg.FreshShare, cfg.Temperature, cfg.Staleness = o.FreshShare, o.Temperature, o.Staleness
-	cfg.Estimate.Discount, cfg.FixedSet, cfg.Capacity = o.Discount, o.FixedSet, o.Capacity
-	cfg.Compound = o.Compound
+	curriculum.ReplayOptions(o).Apply(&cfg)
 	cfg.UpdateGroups = max(1, groupsPerUpdate)
 	c, err := curriculum.NewReplay(cfg)
 	if err != nil {

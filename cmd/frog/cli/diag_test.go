@@ -15,6 +15,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy/repair"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/rs/zerolog"
 )
 
@@ -86,7 +87,7 @@ func TestDiagRanks(t *testing.T) {
 	}
 	ctx := context.Background()
 	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel)
-	recs, err := loadTasks("--tasks", in, 0, 0, log)
+	recs, err := taskenv.Load("--tasks", in, 0, 0, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestDiagRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	tasks, _, err := checkTasks(ctx, tenv, recs, 4, log)
+	tasks, _, err := tenv.Check(ctx, recs, 4, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestDiagRanks(t *testing.T) {
 	rec := &recorder{cfg: repair.Config{Lines: lines}, seen: map[string]*repair.State{}}
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = "diag", 4, 22, 10
-	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
+	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log}
 	if _, err := actors.Evaluate(ctx, actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: 1}, rec, deps); err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +140,11 @@ func TestDiagRanks(t *testing.T) {
 			if r, ok := rank[env.Line{File: m.File, Line: m.Line}]; ok {
 				d.MutRank = r
 			}
-			fixed, err := tenv.ws.Fixed(ctx, task)
+			fixed, err := tenv.Workspaces.Fixed(ctx, task)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tmpl, _ := tenv.ws.Template(ctx, task)
+			tmpl, _ := tenv.Workspaces.Template(ctx, task)
 			fz := repair.NewFeaturizer(st)
 			for _, c := range st.List {
 				dc := diagCand{Op: c.Op, Kind: c.Kind, Ctx: c.Context, Desc: c.Desc, Edits: c.Edits, File: c.File, Line: c.Line, X: fz.Candidate(&c)}

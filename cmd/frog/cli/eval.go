@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,7 +23,7 @@ import (
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
-	"github.com/frognano/frog/synth"
+	"github.com/frognano/frog/run/taskenv"
 )
 
 // evalOptions are the flags of `frog eval`.
@@ -187,7 +185,7 @@ type evalReport struct {
 	Policies    []actors.EvalReport `json:"policies"`
 	Ceiling     *actors.EvalReport  `json:"ceiling,omitempty"`
 	Quarantined []string            `json:"quarantined"`
-	Tasks       *taskReport         `json:"tasks"`
+	Tasks       *taskenv.Report     `json:"tasks"`
 	Config      evalOptions         `json:"config"`
 	Version     string              `json:"frog_version"`
 }
@@ -197,7 +195,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample, log)
+	recs, err := taskenv.Load("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
 	}
@@ -207,17 +205,17 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		return err
 	}
 	defer release()
-	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Concurrency, log)
+	tasks, quarantined, err := tenv.Check(ctx, recs, o.Concurrency, log)
 	if err != nil {
 		return err
 	}
 	if len(tasks) == 0 {
-		return noTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.q.Quarantined())
+		return taskenv.NoTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.Quarantine.Quarantined())
 	}
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxSteps, cfg.MaxTries = run, o.Concurrency, o.MaxSteps, o.Tries
 	ecfg := actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: o.Samples}
-	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log}
+	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log}
 	rep := evalReport{Quarantined: quarantined, Config: *o, Version: version()}
 	for _, name := range strings.Split(o.Policy, ",") {
 		if ctx.Err() != nil {
@@ -257,7 +255,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 			logRate(log, c.Policy, c.Solved)
 		}
 	}
-	rep.Tasks = tenv.report()
+	rep.Tasks = tenv.Report()
 	if err := rep.print(g.stdout, o.JSON); err != nil {
 		return err
 	}
@@ -306,55 +304,6 @@ func policyDirName(name string) string {
 // would play more episodes of older policies.
 func playConcurrency() int { return 6 * runtime.NumCPU() }
 
-// checkConcurrency is how many of n tasks' checks run at once: at most 2
-// a core, since a check builds.
-func checkConcurrency(n int) int { return min(n, 2*runtime.NumCPU()) }
-
-// checkTasks checks every record's task (concurrently, n at a time, within
-// checkConcurrency) and returns those that hold up, labelled for the
-// report, and the ids of the quarantined ones. A fault of the machine ends
-// it with the error.
-func checkTasks(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, log zerolog.Logger) ([]actors.EvalTask, []string, error) {
-	n = checkConcurrency(n)
-	log.Info().Int("tasks", len(recs)).Int("at_once", n).Msg("checking tasks")
-	ptrs := make([]*env.Task, len(recs))
-	for i := range recs {
-		ptrs[i] = &recs[i].Task
-	}
-	checked := tenv.q.CheckAll(ctx, ptrs, n)
-	var errs []error
-	done := 0
-	for _, err := range checked {
-		if err != nil && !errors.Is(err, synth.ErrQuarantined) {
-			errs = append(errs, err)
-		}
-		if err == nil || errors.Is(err, synth.ErrQuarantined) {
-			done++
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, nil, interrupted("checking the tasks (%d of %d checked): no episode was played", done, len(recs))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, fmt.Errorf("checking tasks: %w", err)
-	}
-	var tasks []actors.EvalTask
-	var quarantined []string
-	for i, r := range recs {
-		if checked[i] != nil {
-			quarantined = append(quarantined, r.ID)
-			continue
-		}
-		tasks = append(tasks, evalTask(r))
-	}
-	return tasks, quarantined, nil
-}
-
-// evalTask is a stored task labelled for an evaluation's report.
-func evalTask(r synth.TaskRecord) actors.EvalTask {
-	return actors.EvalTask{Task: r.Task, Module: r.Repo, Family: r.Family, K: r.Features.K}
-}
-
 func (r evalReport) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
@@ -397,38 +346,4 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 			t.Harness.Executions, t.Harness.Builds, t.Harness.RealTries, 100*t.Harness.HitRate)
 	}
 	return tw.Flush()
-}
-
-// loadTasks loads the store a flag names (loadStore), keeps its first
-// limit records and then a seeded sample of sample of them (0: all).
-func loadTasks(flag, path string, limit, sample int, log zerolog.Logger) ([]synth.TaskRecord, error) {
-	recs, err := loadStore(flag, path, log)
-	if err != nil {
-		return nil, err
-	}
-	if limit > 0 && limit < len(recs) {
-		recs = recs[:limit]
-	}
-	if sample > 0 && sample < len(recs) {
-		recs = sampleTasks(recs, sample)
-	}
-	return recs, nil
-}
-
-// sampleTasks is a seeded random sample of n records, in store order: the
-// same sample of a store for every run (frog train's held-out set too).
-func sampleTasks(recs []synth.TaskRecord, n int) []synth.TaskRecord {
-	idx := make([]int, len(recs))
-	for i := range idx {
-		idx[i] = i
-	}
-	rng := rand.New(rand.NewPCG(0x68656c64, 0))
-	rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
-	idx = idx[:n]
-	slices.Sort(idx)
-	out := make([]synth.TaskRecord, n)
-	for i, j := range idx {
-		out[i] = recs[j]
-	}
-	return out
 }

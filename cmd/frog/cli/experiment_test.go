@@ -11,13 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/frognano/frog/actors"
-	"github.com/frognano/frog/env"
-	envsim "github.com/frognano/frog/env/sim"
-	"github.com/frognano/frog/synth"
-	synthsim "github.com/frognano/frog/synth/sim"
+	"github.com/frognano/frog/run/experiment"
 )
 
 // TestExperimentCurriculum runs a small sim experiment: every run spends
@@ -30,7 +24,7 @@ func TestExperimentCurriculum(t *testing.T) {
 	args := []string{"experiment", "curriculum", "--strategies", "frontier,uniform", "--seeds", "2", "--budget", "6000",
 		"--dir", dir, "--json", "--log-level", "disabled"}
 	tab := runJSON(t, args...)
-	results, err := readResults(dir)
+	results, err := experiment.ReadResults(dir)
 	if err != nil || len(results) != 4 {
 		t.Fatalf("results.jsonl: %d runs, %v; want 4", len(results), err)
 	}
@@ -59,13 +53,13 @@ func TestExperimentCurriculum(t *testing.T) {
 	}
 
 	runJSON(t, args...) // resumed: nothing left to run
-	if again, _ := readResults(dir); len(again) != 4 {
+	if again, _ := experiment.ReadResults(dir); len(again) != 4 {
 		t.Errorf("a second invocation left %d runs; want the same 4", len(again))
 	}
 	more := append([]string(nil), args...)
 	more[5] = "3" // --seeds 3
 	runJSON(t, more...)
-	if again, _ := readResults(dir); len(again) != 6 {
+	if again, _ := experiment.ReadResults(dir); len(again) != 6 {
 		t.Errorf("--seeds 3 after 2 left %d runs; want 6", len(again))
 	}
 
@@ -107,7 +101,7 @@ func TestExperimentCurriculumReal(t *testing.T) {
 		"--concurrency", fmt.Sprint(concurrency), "--tries", fmt.Sprint(tries), "--eval-tries", "3", "--device", "cpu",
 		"--dir", dir, "--json", "--log-level", "disabled"}
 	runJSON(t, args...)
-	results, err := readResults(dir)
+	results, err := experiment.ReadResults(dir)
 	if err != nil || len(results) != 2 {
 		t.Fatalf("results.jsonl: %d runs, %v; want 2", len(results), err)
 	}
@@ -129,52 +123,14 @@ func TestExperimentCurriculumReal(t *testing.T) {
 	if results[0].CurveY[0] != results[1].CurveY[0] {
 		t.Errorf("the start of the curve differs between strategies of one seed: %v, %v", results[0].CurveY, results[1].CurveY)
 	}
-	var held heldoutRecord
+	var held struct {
+		Tasks []string `json:"tasks"`
+	}
 	if data, err := os.ReadFile(filepath.Join(dir, "heldout.json")); err != nil || json.Unmarshal(data, &held) != nil || len(held.Tasks) != 2 {
 		t.Errorf("heldout.json: %v %+v; want the 2 held-out tasks recorded", err, held)
 	}
 	runJSON(t, args...)
-	if again, _ := readResults(dir); len(again) != 2 {
+	if again, _ := experiment.ReadResults(dir); len(again) != 2 {
 		t.Errorf("a second invocation left %d runs; want the same 2", len(again))
-	}
-}
-
-// submitter submits at once: an evaluation's episodes then end at their
-// first step.
-type submitter struct{}
-
-func (submitter) Act(ctx context.Context, obs []env.Observation, acts []env.Action) error {
-	for i := range obs {
-		acts[i] = env.Action{Tool: env.ToolSubmit}
-	}
-	return nil
-}
-
-// TestEvaluateWholeRefusesACutShortEvaluation: a whole evaluation is a
-// report of every task; one whose context is cancelled is an error, where
-// actors.Evaluate would report the tasks that finished.
-func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
-	sp, err := envsim.New(envsim.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := synthsim.NewHeldout(1, 1, 0).TasksFor(context.Background(), 8, synth.Knobs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := actors.EvalConfig{Run: actors.DefaultConfig()}
-	cfg.Run.Concurrency = 2
-	for _, task := range tasks {
-		cfg.Tasks = append(cfg.Tasks, actors.EvalTask{Task: task})
-	}
-	deps := actors.Deps{Provider: sp, Log: zerolog.Nop()}
-	rep, err := evaluateWhole(context.Background(), cfg, submitter{}, deps)
-	if err != nil || rep.Outcomes.Completed != len(tasks) {
-		t.Fatalf("a whole evaluation: %v, %d of %d completed", err, rep.Outcomes.Completed, len(tasks))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := evaluateWhole(ctx, cfg, submitter{}, deps); !errors.Is(err, context.Canceled) {
-		t.Errorf("an evaluation cut short: %v; want context.Canceled", err)
 	}
 }

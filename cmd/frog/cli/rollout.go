@@ -17,6 +17,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 )
 
 // rolloutOptions are the flags of `frog rollout`.
@@ -125,7 +126,7 @@ type rolloutReport struct {
 	Calls             openai.TimingStats `json:"model_calls"`
 	Export            exportReport       `json:"export"`
 	Quarantined       []string           `json:"quarantined"`
-	Harness           *taskReport        `json:"harness"`
+	Harness           *taskenv.Report    `json:"harness"`
 	Run               actors.Summary     `json:"run"`
 	// Continued is what --out held of an earlier rollout that this one
 	// continued (its records are not counted above).
@@ -145,7 +146,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadTasks("--tasks", o.Tasks, o.Limit, o.Sample, log)
+	recs, err := taskenv.Load("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
 	}
@@ -194,12 +195,12 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	// Checking builds and runs each task's tests: as many at once as the
 	// cores allow, whatever the episodes' --concurrency (sized to the
 	// model's latency).
-	tasks, quarantined, err := checkTasks(ctx, tenv, recs, min(o.Concurrency, runtime.NumCPU()), log)
+	tasks, quarantined, err := tenv.Check(ctx, recs, min(o.Concurrency, runtime.NumCPU()), log)
 	if err != nil {
 		return err
 	}
 	if len(tasks) == 0 {
-		return noTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.q.Quarantined())
+		return taskenv.NoTaskHoldsUp("--tasks", o.Tasks, len(recs), tenv.Quarantine.Quarantined())
 	}
 	if quarantined == nil {
 		quarantined = []string{}
@@ -215,7 +216,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	cfg.MaxSteps, cfg.MaxTries = pol.Config().MaxTurns, 0
 	// The model servers batch; frog sends each request as it comes.
 	cfg.MaxBatch, cfg.InferenceWorkers = 1, o.Concurrency
-	deps := actors.Deps{Provider: prov, Harness: tenv.h, Log: log, Counters: new(actors.Counters),
+	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log, Counters: new(actors.Counters),
 		OnEpisode: func(r *actors.EpisodeResult) {
 			exp.Add(openai.Episode{Episode: firstEpisode + r.Episode, Group: firstGroup + r.Group, GroupSize: r.GroupSize, Task: r.Task.View(),
 				Outcome: r.Kind.String(), Trajectory: r.Trajectory, Attempts: r.Attempts})
@@ -236,7 +237,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		runErr = errors.Join(runErr, fmt.Errorf("export: %w", err))
 	}
 	rep := newRolloutReport(o, ev, pol.Stats(), len(tasks))
-	rep.Calls, rep.Export, rep.Quarantined, rep.Harness = timings.Summary(), exportReport{Dir: o.Out, Records: exp.Written()}, quarantined, tenv.report()
+	rep.Calls, rep.Export, rep.Quarantined, rep.Harness = timings.Summary(), exportReport{Dir: o.Out, Records: exp.Written()}, quarantined, tenv.Report()
 	rep.Continued, rep.Interrupted = prior, ctx.Err() != nil
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }

@@ -20,19 +20,12 @@ import (
 	"github.com/frognano/frog/env/process"
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/gotask"
+	"github.com/frognano/frog/run/taskenv"
 )
 
-// sandboxOptions choose and shape the sandbox backend.
-type sandboxOptions struct {
-	Kind  string `json:"kind"`
-	Image string `json:"image,omitempty"`
-	Pool  int    `json:"pool"`
-	// Reuse is docker.Config.Reuse; 0 keeps its default.
-	Reuse int `json:"reuse,omitempty"`
-	// Unsafe lets process sandboxes run their commands uncontained where
-	// they cannot be contained (process.ErrUncontained).
-	Unsafe bool `json:"unsafe_process_sandbox,omitempty"`
-}
+// sandboxOptions choose and shape the sandbox backend: the flags of
+// taskenv.SandboxOptions, which config.json records.
+type sandboxOptions taskenv.SandboxOptions
 
 // unsafeUsage is --unsafe-process-sandbox's help.
 const unsafeUsage = "where process sandboxes cannot contain their commands (bubblewrap missing, or the kernel refuses it), run them uncontained instead of refusing: " +
@@ -186,6 +179,35 @@ func openProcess(spec sandboxSpec, log zerolog.Logger) (env.Provider, func(), er
 		return nil, nil, err
 	}
 	return p, func() {}, nil
+}
+
+// taskOptions are the flags of commands that play real tasks
+// (taskenv.Options).
+type taskOptions taskenv.Options
+
+func (t *taskOptions) flags(f *pflag.FlagSet) {
+	f.StringVar(&t.Workspaces, "workspaces", gotask.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates (each task's module with its bug), made once and reused")
+	f.StringSliceVar(&t.Locals, "local", nil, "a local module directory that stored tasks were made from (repeatable); tasks of modules with a version are fetched through the module proxy")
+	f.BoolVar(&t.NoCache, "no-outcome-cache", false, "run every test again instead of answering repeated states from the outcome cache")
+	f.BoolVar(&t.NoServe, "no-try-server", false, "start a test process for every try instead of serving an episode's tries from one (process sandboxes)")
+}
+
+// openTaskEnv opens the sandboxes spec names, laying out real tasks from
+// o.Workspaces (taskenv.Open). The func releases the sandboxes.
+func openTaskEnv(ctx context.Context, o taskOptions, spec sandboxSpec, log zerolog.Logger) (*taskenv.Env, env.Provider, func(), error) {
+	sb := taskenv.Sandboxes{SandboxOptions: taskenv.SandboxOptions(spec.sandboxOptions), Run: spec.Run, Concurrency: spec.Concurrency}
+	return taskenv.Open(ctx, taskenv.Options(o), sb, sandboxOpener(spec, log), log)
+}
+
+// sandboxOpener opens the sandboxes of a task env (taskenv.Opener) with
+// openSandboxes: those it is asked for, with the rest of base (the
+// simulated backend's model, Validation).
+func sandboxOpener(base sandboxSpec, log zerolog.Logger) taskenv.Opener {
+	return func(ctx context.Context, s taskenv.Sandboxes) (env.Provider, func(), error) {
+		spec := base
+		spec.sandboxOptions, spec.Run, spec.Concurrency, spec.Workspaces = sandboxOptions(s.SandboxOptions), s.Run, s.Concurrency, s.Workspaces
+		return openSandboxes(ctx, spec, log)
+	}
 }
 
 func newImageCmd(g *globals) *cobra.Command {

@@ -18,6 +18,7 @@ import (
 	"github.com/frognano/frog/env"
 	policysim "github.com/frognano/frog/policy/sim"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
 	"github.com/frognano/frog/synth/source"
@@ -177,12 +178,12 @@ func (o *simOptions) validate() error {
 // simReport is the summary `frog sim` prints.
 type simReport struct {
 	actors.Summary
-	Sim          simStats    `json:"sim"`
-	Tasks        *taskReport `json:"tasks,omitempty"`
-	PeakRSSBytes int64       `json:"peak_rss_bytes"`
-	Interrupted  bool        `json:"interrupted"`
-	Config       simOptions  `json:"config"`
-	Version      string      `json:"frog_version"`
+	Sim          simStats        `json:"sim"`
+	Tasks        *taskenv.Report `json:"tasks,omitempty"`
+	PeakRSSBytes int64           `json:"peak_rss_bytes"`
+	Interrupted  bool            `json:"interrupted"`
+	Config       simOptions      `json:"config"`
+	Version      string          `json:"frog_version"`
 }
 
 type simStats struct {
@@ -209,7 +210,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	}
 	// Stored tasks in real sandboxes are played for real: laid out, their
 	// tests run by the harness, each checked before it is served.
-	var tenv *taskEnv
+	var tenv *taskenv.Env
 	var prov env.Provider
 	var release func()
 	if o.real() {
@@ -236,12 +237,12 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	}
 	defer closeSrc()
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: newOracleSource(src, oracle, fixFor(src)),
+		Provider: prov, Learner: learner, Source: taskenv.OracleSource(src, oracle, taskenv.FixFor(src)),
 		Curriculum: cur, Log: runLog, Counters: new(actors.Counters),
 	}
 	if tenv != nil {
-		deps.Source = newOracleSource(tenv.q.Source(src), oracle, tenv.oracleFix)
-		deps.Harness = tenv.h
+		deps.Source = taskenv.OracleSource(tenv.Quarantine.Source(src), oracle, tenv.OracleFix)
+		deps.Harness = tenv.Harness
 	}
 
 	var dir *run.Dir
@@ -264,7 +265,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	bar.stop()
 
 	rep := simReport{
-		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()}, Tasks: tenv.report(),
+		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()}, Tasks: tenv.Report(),
 		PeakRSSBytes: peakRSS(), Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
 	}
 	// The run's name is a label (config.json keeps it); leaving it out of the
@@ -332,7 +333,7 @@ func bytesString(n int64) string {
 
 // openTasks makes the run's task source (--tasks) and what releases it. A
 // store played for real (tenv set) must have a task that holds up.
-func openTasks(ctx context.Context, o *simOptions, tenv *taskEnv, log zerolog.Logger) (synth.Source, func(), error) {
+func openTasks(ctx context.Context, o *simOptions, tenv *taskenv.Env, log zerolog.Logger) (synth.Source, func(), error) {
 	switch o.Tasks {
 	case "sim":
 		return synthsim.New(o.Seed, o.TaskSpread), func() {}, nil
@@ -354,12 +355,12 @@ func openTasks(ctx context.Context, o *simOptions, tenv *taskEnv, log zerolog.Lo
 			cleanup()
 		}, nil
 	}
-	recs, err := loadStore("--tasks", o.Tasks, log)
+	recs, err := taskenv.LoadStore("--tasks", o.Tasks, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	if tenv != nil {
-		if err := requireUsable(ctx, tenv, "--tasks", o.Tasks, recs, o.Run.Concurrency, log); err != nil {
+		if err := tenv.RequireUsable(ctx, "--tasks", o.Tasks, recs, o.Run.Concurrency, log); err != nil {
 			return nil, nil, err
 		}
 	}

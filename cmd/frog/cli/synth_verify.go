@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
@@ -137,7 +138,7 @@ func runVerify(ctx context.Context, g *globals, o *verifyOptions) error {
 	bar := startBar(g, !o.JSON, int64(len(recs)), "task", func() (string, int64) {
 		return "tasks checked", checked.Load()
 	})
-	err = verifyAll(ctx, tenv, recs, checkConcurrency(o.Concurrency), &rep, &checked)
+	err = verifyAll(ctx, tenv, recs, taskenv.CheckConcurrency(o.Concurrency), &rep, &checked)
 	bar.stop()
 	if ctx.Err() != nil {
 		return ErrInterrupted
@@ -169,14 +170,14 @@ func sample(recs []synth.TaskRecord, n int, seed uint64) []synth.TaskRecord {
 // time, counting them into rep and checked. A task that does not hold up
 // is a failure of that task, reported with the quarantine's reason; a
 // fault of the machine or ctx's end stops it with the error.
-func verifyAll(ctx context.Context, tenv *taskEnv, recs []synth.TaskRecord, n int, rep *verifyReport, checked *atomic.Int64) error {
+func verifyAll(ctx context.Context, tenv *taskenv.Env, recs []synth.TaskRecord, n int, rep *verifyReport, checked *atomic.Int64) error {
 	for i := 0; i < len(recs); i += n {
 		batch := recs[i:min(i+n, len(recs))]
 		ptrs := make([]*env.Task, len(batch))
 		for j := range batch {
 			ptrs[j] = &batch[j].Task
 		}
-		errs := tenv.q.CheckAll(ctx, ptrs, n)
+		errs := tenv.Quarantine.CheckAll(ctx, ptrs, n)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

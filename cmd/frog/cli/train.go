@@ -23,6 +23,7 @@ import (
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/source"
 	"github.com/frognano/frog/synth/store"
@@ -310,10 +311,10 @@ func (o *trainOptions) loadResume(c *cobra.Command) error {
 // trainReport is what `frog train` prints and writes to summary.json.
 type trainReport struct {
 	actors.Summary
-	Backend     string      `json:"backend"`
-	Evaluations []run.Event `json:"evaluations"`
-	Tasks       *taskReport `json:"tasks,omitempty"`
-	RunDir      string      `json:"run_dir"`
+	Backend     string          `json:"backend"`
+	Evaluations []run.Event     `json:"evaluations"`
+	Tasks       *taskenv.Report `json:"tasks,omitempty"`
+	RunDir      string          `json:"run_dir"`
 	// ResumedFrom is the checkpoint this part of the run started from.
 	ResumedFrom string `json:"resumed_from,omitempty"`
 	Interrupted bool   `json:"interrupted"`
@@ -396,7 +397,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	}
 	defer closeRec()
 	deps := actors.Deps{
-		Provider: prov, Learner: pl, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
+		Provider: prov, Learner: pl, Source: src, Curriculum: cur, Harness: tenv.Harness, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.OnCurriculum(log),
 		Checkpoints: run.NewCheckpoints(filepath.Join(dir.Path(), "checkpoints"), 3), TaskPool: start.Pool,
 	}
@@ -414,7 +415,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err := shards.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
-	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.report(),
+	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.Report(),
 		RunDir: dir.Path(), ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
@@ -548,13 +549,13 @@ func heldTasks(cur curriculum.Curriculum, pool []env.Task) []string {
 // store (checked before its tasks are served). A store counts the tasks
 // of held (a resumed run's curriculum holds them) as served, so that they
 // come after the tasks the run has not played.
-func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []string, log zerolog.Logger) (synth.Source, func(), error) {
+func (o *trainOptions) openSource(ctx context.Context, tenv *taskenv.Env, held []string, log zerolog.Logger) (synth.Source, func(), error) {
 	if o.Tasks != "" {
-		recs, err := loadStore("--tasks", o.Tasks, log)
+		recs, err := taskenv.LoadStore("--tasks", o.Tasks, log)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := requireUsable(ctx, tenv, "--tasks", o.Tasks, recs, o.Run.Concurrency, log); err != nil {
+		if err := tenv.RequireUsable(ctx, "--tasks", o.Tasks, recs, o.Run.Concurrency, log); err != nil {
 			return nil, nil, err
 		}
 		src, err := store.NewSource(recs, o.Seed)
@@ -564,7 +565,7 @@ func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []str
 		if len(held) > 0 {
 			log.Info().Int("tasks", src.MarkServed(held)).Int("store", src.Len()).Msg("store: the tasks the curriculum holds come last")
 		}
-		return tenv.q.Source(src), func() {}, nil
+		return tenv.Quarantine.Source(src), func() {}, nil
 	}
 	specs := o.Sources
 	if len(specs) == 0 {
@@ -575,7 +576,7 @@ func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []str
 		return nil, nil, err
 	}
 	cfg := source.Config{Seed: o.Seed, Workers: o.SynthWorkers}
-	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process", Unsafe: o.Sandbox.Unsafe}, Workspaces: tenv.ws}, cfg, log)
+	s, skipped, closeSynth, err := openSynthesizer(ctx, specs, work, sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process", Unsafe: o.Sandbox.Unsafe}, Workspaces: tenv.Workspaces}, cfg, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -588,16 +589,16 @@ func (o *trainOptions) openSource(ctx context.Context, tenv *taskEnv, held []str
 
 // loadHeldout reads the held-out store, samples HeldoutN tasks with a fixed
 // seed, and checks them (quarantined ones are left out).
-func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskEnv, log zerolog.Logger) ([]actors.EvalTask, error) {
+func (o *trainOptions) loadHeldout(ctx context.Context, tenv *taskenv.Env, log zerolog.Logger) ([]actors.EvalTask, error) {
 	if o.Heldout == "" {
 		log.Warn().Msg("no held-out tasks (--heldout \"\"): the run reports no held-out curve")
 		return nil, nil
 	}
-	recs, err := loadTasks("--heldout", o.Heldout, 0, o.HeldoutN, log) // one sample for every run
+	recs, err := taskenv.Load("--heldout", o.Heldout, 0, o.HeldoutN, log) // one sample for every run
 	if err != nil {
 		return nil, err
 	}
-	tasks, quarantined, err := checkTasks(ctx, tenv, recs, o.Run.Concurrency, log)
+	tasks, quarantined, err := tenv.Check(ctx, recs, o.Run.Concurrency, log)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/policy/openai"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 )
 
 // `frog train --policy openai`: the curriculum, the task source and the
@@ -58,7 +59,7 @@ type trainLLMReport struct {
 	Calls        openai.TimingStats `json:"model_calls"`
 	Exported     int64              `json:"exported"`
 	StaleDropped int64              `json:"stale_dropped"`
-	Tasks        *taskReport        `json:"tasks,omitempty"`
+	Tasks        *taskenv.Report    `json:"tasks,omitempty"`
 	RunDir       string             `json:"run_dir"`
 	Interrupted  bool               `json:"interrupted"`
 	Version      string             `json:"frog_version"`
@@ -118,7 +119,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	learner := openai.NewExportLearner(pol, sink, o.Run.MaxStaleness)
 	var timings openai.Timings
 	deps := actors.Deps{
-		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.h, Log: runLog,
+		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.Harness, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: dir.OnUpdate(log), OnCurriculum: dir.OnCurriculum(log),
 		OnEpisode: func(r *actors.EpisodeResult) {
 			if r.Trajectory != nil {
@@ -135,7 +136,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
 	rep := trainLLMReport{Summary: sum, LLM: pol.Stats(), Calls: timings.Summary(), Exported: learner.Exported(), StaleDropped: learner.StaleDropped(),
-		Tasks: tenv.report(), RunDir: path, Interrupted: ctx.Err() != nil, Version: version()}
+		Tasks: tenv.Report(), RunDir: path, Interrupted: ctx.Err() != nil, Version: version()}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/taskenv"
 )
 
 // trainer is what a training run does beside the actors: metrics lines,
@@ -24,7 +25,7 @@ type trainer struct {
 	ctx     context.Context
 	o       *trainOptions
 	dir     *run.Dir
-	tenv    *taskEnv
+	tenv    *taskenv.Env
 	prov    env.Provider
 	heldout []actors.EvalTask
 	learner *neural.Learner
@@ -127,8 +128,8 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, env.StepsForTries(t.o.EvalTries)
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).Int("tasks", len(t.heldout)).Msg("held-out evaluation started")
 	t0 := time.Now()
-	rep, err := evaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
-		actors.Deps{Provider: t.prov, Harness: t.tenv.h, Log: zerolog.Nop()})
+	rep, err := actors.EvaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
+		actors.Deps{Provider: t.prov, Harness: t.tenv.Harness, Log: zerolog.Nop()})
 	if err != nil {
 		if ctx.Err() != nil {
 			t.log.Info().Str("policy", name).Int64("update", update).Msg("held-out evaluation cut short: the run is ending; not recorded")

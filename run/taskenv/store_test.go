@@ -1,7 +1,8 @@
-package cli
+package taskenv
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/synth"
 	"github.com/frognano/frog/synth/store"
 )
@@ -34,7 +36,7 @@ func TestLoadStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	recs, err := loadStore("--tasks", dup, zerolog.New(&logs))
+	recs, err := LoadStore("--tasks", dup, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,9 @@ func TestLoadStore(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadStore("--tasks", empty, zerolog.Nop())
-	if err == nil || !strings.Contains(err.Error(), "the store holds no task") || ExitCode(err) != ExitFailure {
-		t.Errorf("empty store: %v (exit %d); want 'the store holds no task', exit 1", err, ExitCode(err))
+	_, err = LoadStore("--tasks", empty, zerolog.Nop())
+	var ue *run.UsageError
+	if err == nil || !strings.Contains(err.Error(), "the store holds no task") || errors.As(err, &ue) {
+		t.Errorf("empty store: %v; want 'the store holds no task', not a usage error (exit 1)", err)
 	}
 }

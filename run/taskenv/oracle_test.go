@@ -1,4 +1,4 @@
-package cli
+package taskenv
 
 import (
 	"context"
@@ -37,8 +37,8 @@ func TestSimSourcesKeepCompounding(t *testing.T) {
 	oracle := policysim.NewOracle()
 	q := gotask.NewQuarantine(nil, nil, nil, "test", zerolog.Nop())
 	for name, src := range map[string]synth.Source{
-		"oracle":            newOracleSource(compounding{}, oracle, simFix),
-		"oracle+quarantine": newOracleSource(q.Source(compounding{}), oracle, simFix),
+		"oracle":            OracleSource(compounding{}, oracle, SimFix),
+		"oracle+quarantine": OracleSource(q.Source(compounding{}), oracle, SimFix),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, ok := src.(synth.Compounder)

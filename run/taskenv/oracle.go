@@ -1,4 +1,4 @@
-package cli
+package taskenv
 
 import (
 	"context"
@@ -18,8 +18,10 @@ type oracleSource struct {
 	fix    func(ctx context.Context, t *env.Task) (policysim.Fix, error)
 }
 
-// newOracleSource wraps src, keeping its capabilities (synth.Wrap).
-func newOracleSource(src synth.Source, oracle *policysim.Oracle, fix func(context.Context, *env.Task) (policysim.Fix, error)) synth.Source {
+// OracleSource wraps src so that oracle is told the fix of every task it
+// serves, keeping src's capabilities (synth.Wrap). fix is SimFix or
+// FixFor(src) for simulated tasks, Env.OracleFix for real ones.
+func OracleSource(src synth.Source, oracle *policysim.Oracle, fix func(context.Context, *env.Task) (policysim.Fix, error)) synth.Source {
 	o := oracleSource{oracle: oracle, fix: fix}
 	return synth.Wrap(src, func(ctx context.Context, next func() ([]env.Task, error)) ([]env.Task, error) {
 		tasks, err := next()
@@ -43,16 +45,16 @@ func (s oracleSource) tell(ctx context.Context, tasks []env.Task, err error) ([]
 	return kept, err
 }
 
-// simFix is the fix of a task of the simulated sandboxes.
-func simFix(_ context.Context, t *env.Task) (policysim.Fix, error) { return policysim.SimFix(t), nil }
+// SimFix is the fix of a task of the simulated sandboxes.
+func SimFix(_ context.Context, t *env.Task) (policysim.Fix, error) { return policysim.SimFix(t), nil }
 
-// fixFor is the fix function of a simulated source: a binned source tells
+// FixFor is the fix function of a simulated source: a binned source tells
 // the oracle each task's true difficulty, which the task's own estimate
 // (what curricula see) is not.
-func fixFor(src synth.Source) func(context.Context, *env.Task) (policysim.Fix, error) {
+func FixFor(src synth.Source) func(context.Context, *env.Task) (policysim.Fix, error) {
 	b, ok := src.(*synthsim.Binned)
 	if !ok {
-		return simFix
+		return SimFix
 	}
 	return func(_ context.Context, t *env.Task) (policysim.Fix, error) {
 		f := policysim.SimFix(t)

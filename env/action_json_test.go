@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/frognano/frog/env"
 	"github.com/google/go-cmp/cmp"
@@ -15,28 +16,29 @@ import (
 func wireActions() []env.Action {
 	return []env.Action{
 		{Tool: env.ToolView, Path: "a/b.go", Version: 3, LogProb: -0.25},
-		{Tool: env.ToolView, Path: "a/b.go", StartLine: 10, EndLine: 20},
-		{Tool: env.ToolSearch, Query: "func Foo", Version: 1},
+		{Tool: env.ToolView, Path: "a/b.go", Args: &env.ActionArgs{StartLine: 10, EndLine: 20}},
+		{Tool: env.ToolSearch, Args: &env.ActionArgs{Query: "func Foo"}, Version: 1},
 		{Tool: env.ToolEdit, Path: "x.go", Old: "a < b", New: "a <= b", LogProb: -1.5},
 		{Tool: env.ToolEdit, Path: "new.go", New: "package x\n"},
-		{Tool: env.ToolRunTests, Tests: []string{"TestA", "TestB"}},
+		{Tool: env.ToolRunTests, Args: &env.ActionArgs{Tests: []string{"TestA", "TestB"}}},
 		{Tool: env.ToolRunTests},
 		{Tool: env.ToolSubmit, Version: 7, LogProb: -0.01},
 		{Tool: env.ToolRevert},
-		{Tool: env.ToolCoverage, Tests: []string{"TestA"}},
-		{Tool: env.ToolCandidates, Lines: []env.Line{{File: "x.go", Line: 4}, {File: "y.go", Line: 9}}},
-		{Tool: env.ToolTry, Candidates: []int{0, 2, 5}, Version: 2, LogProb: -2.75,
+		{Tool: env.ToolCoverage, Args: &env.ActionArgs{Tests: []string{"TestA"}}},
+		{Tool: env.ToolCandidates, Args: &env.ActionArgs{Lines: []env.Line{{File: "x.go", Line: 4}, {File: "y.go", Line: 9}}}},
+		{Tool: env.ToolTry, Args: &env.ActionArgs{Candidates: []int{0, 2, 5}}, Version: 2, LogProb: -2.75,
 			Decision: &env.Decision{Kind: "try", Features: []float32{1, 0.5, 0, 1}, Dim: 2, Chosen: 1, Temperature: 0.7}},
-		{Tool: env.ToolTry, Candidates: []int{0}, Decision: &env.Decision{Features: []float32{}, Dim: 0}},
-		{Tool: env.ToolApply, Candidates: []int{3}},
-		{Tool: env.ToolSubmit, Mistake: "malformed tool call: unexpected end of JSON input",
+		{Tool: env.ToolTry, Args: &env.ActionArgs{Candidates: []int{0}}, Decision: &env.Decision{Features: []float32{}, Dim: 0}},
+		{Tool: env.ToolApply, Args: &env.ActionArgs{Candidates: []int{3}}},
+		{Tool: env.ToolSubmit, Args: &env.ActionArgs{Mistake: "malformed tool call: unexpected end of JSON input"},
 			Turn: &env.Turn{Call: -1, Content: "I think", FinishReason: "stop", PromptTokens: 10, TrainerVersion: -1}},
 		{Tool: env.ToolEdit, Path: "x.go", Old: "o", New: "n",
 			Turn: &env.Turn{Continues: true, Call: 1, ToolCalls: []env.ToolCall{{ID: "c1", Name: "edit", Arguments: "{}"}},
 				LogProbs: []env.TokenLogProb{{Token: "a", LogProb: -0.5}}, Latency: time.Millisecond, TrainerVersion: 4}},
-		{Tool: env.ToolView, Path: "p", StartLine: 1, EndLine: 2, Query: "q", Old: "o", New: "n", Tests: []string{"T"},
-			Lines: []env.Line{{File: "f", Line: 1}}, Candidates: []int{1}, Version: 9, LogProb: -3,
-			Decision: &env.Decision{Kind: "k", Features: []float32{1}, Dim: 1}, Mistake: "m", Turn: &env.Turn{Call: 0}},
+		{Tool: env.ToolView, Path: "p", Old: "o", New: "n", Version: 9, LogProb: -3,
+			Args: &env.ActionArgs{StartLine: 1, EndLine: 2, Query: "q", Tests: []string{"T"},
+				Lines: []env.Line{{File: "f", Line: 1}}, Candidates: []int{1}, Mistake: "m"},
+			Decision: &env.Decision{Kind: "k", Features: []float32{1}, Dim: 1}, Turn: &env.Turn{Call: 0}},
 	}
 }
 
@@ -45,26 +47,26 @@ func wireActions() []env.Action {
 func wireResults() []env.StepResult {
 	return []env.StepResult{
 		{Output: "package x\n", Duration: 1500 * time.Microsecond},
-		{Output: "x.go:3:func Foo", Stderr: "grep: warning", ExitCode: 0},
+		{Output: "x.go:3:func Foo", Detail: &env.StepDetail{Stderr: "grep: warning"}},
 		{Output: "no match", ExitCode: 1},
 		{Output: "error: old text not found in x.go", Error: "old text not found in x.go", ExitCode: 1},
-		{Stdout: "--- FAIL: TestA\nFAIL\n", Stderr: "exit status 1", ExitCode: 1, TimedOut: true, Executions: 1},
-		{Output: "1 passed, 1 failed: TestB", Executions: 1, Tests: &env.TestReport{Built: true, Passed: 1, Failed: 1,
+		{ExitCode: 1, Executions: 1, Detail: &env.StepDetail{Stdout: "--- FAIL: TestA\nFAIL\n", Stderr: "exit status 1", TimedOut: true}},
+		{Output: "1 passed, 1 failed: TestB", Executions: 1, Detail: &env.StepDetail{Tests: &env.TestReport{Built: true, Passed: 1, Failed: 1,
 			Tests: []env.TestResult{{Name: "TestA", Status: env.TestPass, Seconds: 0.01},
 				{Name: "TestB", Status: env.TestPanic, Message: "boom", File: "x_test.go", Line: 7,
-					Frames: []env.Frame{{Func: "x.F", File: "x.go", Line: 3}}, Seconds: 0.02}}}},
-		{Output: "the tests do not build:\nx.go:1: oops", Cached: true, Tests: &env.TestReport{BuildOutput: "x.go:1: oops", TimedOut: true}},
-		{Output: "coverage of 1 tests over 1 blocks", Executions: 2, Coverage: &env.CoverageReport{
+					Frames: []env.Frame{{Func: "x.F", File: "x.go", Line: 3}}, Seconds: 0.02}}}}},
+		{Output: "the tests do not build:\nx.go:1: oops", Cached: true, Detail: &env.StepDetail{Tests: &env.TestReport{BuildOutput: "x.go:1: oops", TimedOut: true}}},
+		{Output: "coverage of 1 tests over 1 blocks", Executions: 2, Detail: &env.StepDetail{Coverage: &env.CoverageReport{
 			Blocks: []env.Block{{File: "x.go", Start: 1, End: 3}}, Tests: map[string][]int{"TestA": {0}},
-			Passed: map[string]bool{"TestA": true}}},
-		{Output: "2 candidates at 1 lines", Candidates: []env.Candidate{
+			Passed: map[string]bool{"TestA": true}}}},
+		{Output: "2 candidates at 1 lines", Detail: &env.StepDetail{Candidates: []env.Candidate{
 			{ID: 0, File: "x.go", Line: 4, Op: "flip-relational", Kind: "token", Context: "if", Func: "F", Desc: "< to <=",
 				Edits: []env.Edit{{Offset: 10, Old: "<", New: "<="}}, Affinity: 0.5, Local: true, Natural: 1.25, Surprise: 3.5},
-			{ID: 1, File: "x.go", Line: 4, Op: "o", Kind: "k", Desc: "d", Edits: []env.Edit{}}}},
-		{Output: "candidate 0: every test passes\n", Executions: 1, Cached: true, Tries: []env.TryResult{
+			{ID: 1, File: "x.go", Line: 4, Op: "o", Kind: "k", Desc: "d", Edits: []env.Edit{}}}}},
+		{Output: "candidate 0: every test passes\n", Executions: 1, Cached: true, Detail: &env.StepDetail{Tries: []env.TryResult{
 			{Candidate: 0, Built: true, AllPass: true, Schema: true, Cached: true},
 			{Candidate: 2, Built: true, Failing: []string{"TestB"}, Fixed: []string{"TestA"}, Broken: []string{"TestC"}},
-			{Candidate: 5}}},
+			{Candidate: 5}}}},
 		{Output: "applied candidate 3 to x.go: d"},
 		{Output: "reverted 2 files", Duration: time.Second},
 		{},
@@ -212,5 +214,25 @@ func TestWireNull(t *testing.T) {
 	}
 	if a.Tool != env.ToolEdit || a.Path != "x" || r.Output != "o" {
 		t.Errorf("null changed the values: %+v %+v", a, r)
+	}
+}
+
+// stepBudget is the most bytes env.Step may take: a trajectory starts with
+// room for 3 steps (the shortest repair), and 3 steps must fit the
+// runtime's 512-byte size class, or every episode allocates and zeroes
+// the next class (576 bytes at 3x192, 1,152 at the 376 bytes Step took
+// with every tool's fields inline).
+const stepBudget = 512 / 3
+
+// TestStepSize fails when env.Step outgrows its budget. Each step of each
+// episode is copied (action out of the policy, step into the trajectory)
+// and scanned by the GC, so fields most steps leave empty belong behind
+// Action.Args or StepResult.Detail, not inline.
+func TestStepSize(t *testing.T) {
+	a, r, s := unsafe.Sizeof(env.Action{}), unsafe.Sizeof(env.StepResult{}), unsafe.Sizeof(env.Step{})
+	t.Logf("Action %d bytes, StepResult %d, Step %d (budget %d)", a, r, s, stepBudget)
+	if s > stepBudget {
+		t.Errorf("env.Step is %d bytes (Action %d, StepResult %d), over its budget of %d: three steps no longer fit "+
+			"a 512-byte allocation; put the new field behind Action.Args or StepResult.Detail", s, a, r, stepBudget)
 	}
 }

@@ -134,7 +134,7 @@ func (e *Episode) Apply(ctx context.Context, sb Sandbox, act Action) error {
 	step := len(e.traj.Steps)
 	// A mistake is answered as one whatever tool it names: a malformed
 	// call that happens to name submit does not end the episode.
-	if act.Tool == ToolSubmit && act.Mistake == "" {
+	if act.Tool == ToolSubmit && act.Mistake() == "" {
 		e.traj.Steps = append(e.traj.Steps, Step{Action: act})
 		e.traj.Submitted, e.over = true, true
 		return nil
@@ -198,17 +198,17 @@ func Evaluate(ctx context.Context, sb Sandbox, task *Task) (bool, error) {
 func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResult, error) {
 	maxOut := e.opts.MaxObservation
 	h := e.opts.Harness
-	if act.Mistake != "" {
-		return mistake(act.Mistake), nil
+	if m := act.Mistake(); m != "" {
+		return mistake(m), nil
 	}
 	switch act.Tool {
 	case ToolView:
 		return e.viewFile(ctx, sb, act)
 	case ToolSearch:
-		if act.Query == "" {
+		if act.Query() == "" {
 			return mistake("search needs a query"), nil
 		}
-		res, err := sb.Exec(ctx, ExecOptions{Cmd: []string{"grep", "-rn", "--", act.Query, "."}, MaxOutput: 4 * maxOut})
+		res, err := sb.Exec(ctx, ExecOptions{Cmd: []string{"grep", "-rn", "--", act.Query(), "."}, MaxOutput: 4 * maxOut})
 		if err != nil {
 			return agentError(ctx, err)
 		}
@@ -216,7 +216,8 @@ func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResu
 		if res.ExitCode == 1 && len(res.Stdout) == 0 {
 			out = "no match"
 		}
-		return StepResult{Output: out, Stderr: CutMiddle(string(res.Stderr), maxOut), ExitCode: res.ExitCode, TimedOut: res.TimedOut}, nil
+		return StepResult{Output: out, ExitCode: res.ExitCode,
+			Detail: &StepDetail{Stderr: CutMiddle(string(res.Stderr), maxOut), TimedOut: res.TimedOut}}, nil
 	case ToolEdit:
 		return e.edit(ctx, sb, act)
 	case ToolRevert:
@@ -227,38 +228,38 @@ func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResu
 			if err != nil {
 				return agentError(ctx, err)
 			}
-			return StepResult{Stdout: CutMiddle(string(res.Stdout), maxOut), Stderr: CutMiddle(string(res.Stderr), maxOut),
-				ExitCode: res.ExitCode, TimedOut: res.TimedOut, Executions: 1}, nil
+			return StepResult{ExitCode: res.ExitCode, Executions: 1, Detail: &StepDetail{Stdout: CutMiddle(string(res.Stdout), maxOut),
+				Stderr: CutMiddle(string(res.Stderr), maxOut), TimedOut: res.TimedOut}}, nil
 		}
-		rep, cost, err := h.RunTests(ctx, sb, e.ws, act.Tests)
+		rep, cost, err := h.RunTests(ctx, sb, e.ws, act.Tests())
 		if err != nil {
 			return agentError(ctx, err)
 		}
 		rep.BuildOutput = CutMiddle(rep.BuildOutput, maxOut)
-		return StepResult{Output: summarize(&rep), Tests: &rep, Executions: cost.Executions, Cached: cost.Cached}, nil
+		return StepResult{Output: summarize(&rep), Detail: &StepDetail{Tests: &rep}, Executions: cost.Executions, Cached: cost.Cached}, nil
 	case ToolCoverage:
 		if h == nil {
 			return unavailable(act.Tool), nil
 		}
-		rep, cost, err := h.Coverage(ctx, sb, e.ws, act.Tests)
+		rep, cost, err := h.Coverage(ctx, sb, e.ws, act.Tests())
 		if err != nil {
 			return agentError(ctx, err)
 		}
 		return StepResult{Output: fmt.Sprintf("coverage of %d tests over %d blocks", len(rep.Tests), len(rep.Blocks)),
-			Coverage: &rep, Executions: cost.Executions, Cached: cost.Cached}, nil
+			Detail: &StepDetail{Coverage: &rep}, Executions: cost.Executions, Cached: cost.Cached}, nil
 	case ToolCandidates:
 		if h == nil {
 			return unavailable(act.Tool), nil
 		}
-		if len(act.Lines) == 0 {
+		if len(act.Lines()) == 0 {
 			return mistake("candidates needs lines to look at"), nil
 		}
-		list, err := h.Candidates(ctx, sb, e.ws, act.Lines)
+		list, err := h.Candidates(ctx, sb, e.ws, act.Lines())
 		if err != nil {
 			return agentError(ctx, err)
 		}
 		e.list, e.listed = list, e.ws.Hash()
-		return StepResult{Output: fmt.Sprintf("%d candidates at %d lines", len(list), len(act.Lines)), Candidates: list}, nil
+		return StepResult{Output: fmt.Sprintf("%d candidates at %d lines", len(list), len(act.Lines())), Detail: &StepDetail{Candidates: list}}, nil
 	case ToolTry:
 		return e.try(ctx, sb, act)
 	case ToolApply:
@@ -274,17 +275,17 @@ func (e *Episode) viewFile(ctx context.Context, sb Sandbox, act Action) (StepRes
 		return agentError(ctx, err)
 	}
 	text := string(data)
-	if act.StartLine > 0 || act.EndLine > 0 {
+	if lo, hi := act.StartLine(), act.EndLine(); lo > 0 || hi > 0 {
 		lines := strings.SplitAfter(text, "\n")
 		if lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
-		lo, hi := max(act.StartLine, 1), act.EndLine
+		lo = max(lo, 1)
 		if hi <= 0 || hi > len(lines) {
 			hi = len(lines)
 		}
 		if lo > hi {
-			return mistake(fmt.Sprintf("lines %d-%d: %s has %d lines", act.StartLine, act.EndLine, act.Path, len(lines))), nil
+			return mistake(fmt.Sprintf("lines %d-%d: %s has %d lines", act.StartLine(), act.EndLine(), act.Path, len(lines))), nil
 		}
 		text = strings.Join(lines[lo-1:hi], "")
 	}
@@ -408,18 +409,19 @@ func (e *Episode) try(ctx context.Context, sb Sandbox, act Action) (StepResult, 
 	if h == nil {
 		return unavailable(act.Tool), nil
 	}
-	if msg, ok := e.candidates(act.Candidates); !ok {
+	ids := act.CandidateIDs()
+	if msg, ok := e.candidates(ids); !ok {
 		return mistake(msg), nil
 	}
-	if e.opts.MaxTries > 0 && e.tries+len(act.Candidates) > e.opts.MaxTries {
+	if e.opts.MaxTries > 0 && e.tries+len(ids) > e.opts.MaxTries {
 		return mistake(fmt.Sprintf("out of tries: %d of %d used", e.tries, e.opts.MaxTries)), nil
 	}
-	res, cost, err := h.Try(ctx, sb, e.ws, e.list, act.Candidates)
+	res, cost, err := h.Try(ctx, sb, e.ws, e.list, ids)
 	if err != nil {
 		return agentError(ctx, err)
 	}
-	e.tries += len(act.Candidates)
-	e.traj.Tries += len(act.Candidates)
+	e.tries += len(ids)
+	e.traj.Tries += len(ids)
 	var b strings.Builder
 	for _, r := range res {
 		switch {
@@ -431,20 +433,21 @@ func (e *Episode) try(ctx context.Context, sb Sandbox, act Action) (StepResult, 
 			fmt.Fprintf(&b, "candidate %d: fixes %d, breaks %d, %d failing\n", r.Candidate, len(r.Fixed), len(r.Broken), len(r.Failing))
 		}
 	}
-	return StepResult{Output: b.String(), Tries: res, Executions: cost.Executions, Cached: cost.Cached}, nil
+	return StepResult{Output: b.String(), Detail: &StepDetail{Tries: res}, Executions: cost.Executions, Cached: cost.Cached}, nil
 }
 
 func (e *Episode) apply(ctx context.Context, sb Sandbox, act Action) (StepResult, error) {
 	if e.opts.Harness == nil {
 		return unavailable(act.Tool), nil
 	}
-	if msg, ok := e.candidates(act.Candidates); !ok {
+	ids := act.CandidateIDs()
+	if msg, ok := e.candidates(ids); !ok {
 		return mistake(msg), nil
 	}
-	if len(act.Candidates) != 1 {
+	if len(ids) != 1 {
 		return mistake("apply takes one candidate"), nil
 	}
-	c := e.list[act.Candidates[0]]
+	c := e.list[ids[0]]
 	was, err := e.read(ctx, sb, c.File)
 	if err != nil {
 		return agentError(ctx, err)

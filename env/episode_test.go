@@ -50,8 +50,8 @@ func TestRun(t *testing.T) {
 		{name: "step limit evaluates anyway", agent: script{{Tool: env.ToolEdit, Path: "bug.go", New: "fixed\n"}, {Tool: env.ToolRunTests}, {Tool: env.ToolRunTests}}, maxSteps: 2, wantReward: 1, wantSteps: 2},
 		{name: "escaping path is the agent's error", agent: script{{Tool: env.ToolView, Path: "../../etc/passwd"}}, wantSteps: 2, wantSubmit: true, wantOutput: `error: path "../../etc/passwd" is outside the workspace`},
 		{name: "edit of missing old text", agent: script{{Tool: env.ToolEdit, Path: "bug.go", Old: "absent", New: "x"}}, wantSteps: 2, wantSubmit: true, wantOutput: "error: old text not found in bug.go"},
-		{name: "a model's malformed call is the agent's mistake and costs a step", agent: script{{Mistake: "unknown tool \"frob\"", Tool: env.ToolEdit, Path: "bug.go", New: "fixed\n"}}, wantSteps: 2, wantSubmit: true, wantOutput: `error: unknown tool "frob"`},
-		{name: "a malformed call naming submit is a mistake, not a submission", agent: script{{Mistake: "unknown tool \"frob\"", Tool: env.ToolSubmit}, {Tool: env.ToolEdit, Path: "bug.go", New: "fixed\n"}}, wantReward: 1, wantSteps: 3, wantSubmit: true, wantOutput: `error: unknown tool "frob"`},
+		{name: "a model's malformed call is the agent's mistake and costs a step", agent: script{{Args: &env.ActionArgs{Mistake: "unknown tool \"frob\""}, Tool: env.ToolEdit, Path: "bug.go", New: "fixed\n"}}, wantSteps: 2, wantSubmit: true, wantOutput: `error: unknown tool "frob"`},
+		{name: "a malformed call naming submit is a mistake, not a submission", agent: script{{Args: &env.ActionArgs{Mistake: "unknown tool \"frob\""}, Tool: env.ToolSubmit}, {Tool: env.ToolEdit, Path: "bug.go", New: "fixed\n"}}, wantReward: 1, wantSteps: 3, wantSubmit: true, wantOutput: `error: unknown tool "frob"`},
 		{name: "unreachable model is infra", agent: failingAgent{env.Infra(errors.New("model server down"))}, wantInfra: true},
 	}
 	for _, tt := range tests {

@@ -88,24 +88,24 @@ func repairAgent(o env.Observation) env.Action {
 		return env.Action{Tool: env.ToolCoverage}
 	case 2:
 		var lines []env.Line
-		cov := h[1].Result.Coverage
+		cov := h[1].Result.Coverage()
 		for _, i := range cov.Tests["TestMax"] {
 			b := cov.Blocks[i]
 			for l := b.Start; l <= b.End; l++ {
 				lines = append(lines, env.Line{File: b.File, Line: l})
 			}
 		}
-		return env.Action{Tool: env.ToolCandidates, Lines: lines}
+		return env.Action{Tool: env.ToolCandidates, Args: &env.ActionArgs{Lines: lines}}
 	case 3:
 		var ids []int
-		for _, c := range h[2].Result.Candidates {
+		for _, c := range h[2].Result.Candidates() {
 			ids = append(ids, c.ID)
 		}
-		return env.Action{Tool: env.ToolTry, Candidates: ids}
+		return env.Action{Tool: env.ToolTry, Args: &env.ActionArgs{Candidates: ids}}
 	case 4:
-		for _, tr := range h[3].Result.Tries {
+		for _, tr := range h[3].Result.Tries() {
 			if tr.AllPass {
-				return env.Action{Tool: env.ToolApply, Candidates: []int{tr.Candidate}}
+				return env.Action{Tool: env.ToolApply, Args: &env.ActionArgs{Candidates: []int{tr.Candidate}}}
 			}
 		}
 	}
@@ -129,7 +129,7 @@ func TestHarnessRepairsATask(t *testing.T) {
 				}
 				t.Fatalf("reward %v:\n%s", traj.Reward, strings.Join(out, "\n"))
 			}
-			rep := traj.Steps[0].Result.Tests
+			rep := traj.Steps[0].Result.Tests()
 			if st, _ := rep.Status("TestMax"); st != env.TestFail || rep.Passed != 3 {
 				t.Errorf("initial report: TestMax %v, %d passed; want it failing and 3 passing", st, rep.Passed)
 			}
@@ -142,7 +142,7 @@ func TestHarnessRepairsATask(t *testing.T) {
 			if max.File != "calc/calc_test.go" || max.Line == 0 || max.Message == "" {
 				t.Errorf("TestMax's failure: %+v; want its file:line and message", max)
 			}
-			tries := traj.Steps[3].Result.Tries
+			tries := traj.Steps[3].Result.Tries()
 			if len(tries) < 2 {
 				t.Fatalf("only %d tries", len(tries))
 			}

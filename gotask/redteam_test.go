@@ -308,7 +308,7 @@ func (a *attack) run(t *testing.T, goCache, modCache string) map[string]string {
 	if err := ep.Apply(ctx, a.a, env.Action{Tool: env.ToolEdit, Path: "calc/attack_test.go", New: fmt.Sprintf(attackTest, cfg)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ep.Apply(ctx, a.a, env.Action{Tool: env.ToolRunTests, Tests: []string{"TestAttack"}}); err != nil {
+	if err := ep.Apply(ctx, a.a, env.Action{Tool: env.ToolRunTests, Args: &env.ActionArgs{Tests: []string{"TestAttack"}}}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := a.a.ReadFile(ctx, "calc/attack.json")

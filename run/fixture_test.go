@@ -57,7 +57,7 @@ func TestLoadsACheckpointOfAnEarlierFrog(t *testing.T) {
 		t.Fatalf("action %+v: the policy made no choice", a)
 	}
 	switch {
-	case a.Tool == env.ToolTry && len(a.Candidates) == 1 && a.Candidates[0] >= 0 && a.Candidates[0] < 2:
+	case a.Tool == env.ToolTry && len(a.CandidateIDs()) == 1 && a.CandidateIDs()[0] >= 0 && a.CandidateIDs()[0] < 2:
 	case a.Tool == env.ToolSubmit: // it chose to stop
 	default:
 		t.Errorf("action %+v; want a try of candidate 0 or 1, or a submit", a)
@@ -79,8 +79,9 @@ func candidatesListed() env.Observation {
 		{ID: 1, File: "a.go", Line: 8, Op: "flip-relational", Kind: "token", Context: "if", Func: "B", Desc: "> to >="},
 	}
 	return env.Observation{Step: 3, MaxSteps: 17, MaxTries: 5, Task: &env.TaskView{}, History: []env.Step{
-		{Action: env.Action{Tool: env.ToolRunTests}, Result: env.StepResult{Tests: failing}},
-		{Action: env.Action{Tool: env.ToolCoverage}, Result: env.StepResult{Coverage: cov}},
-		{Action: env.Action{Tool: env.ToolCandidates, Lines: []env.Line{{File: "a.go", Line: 4}, {File: "a.go", Line: 8}}}, Result: env.StepResult{Candidates: list}},
+		{Action: env.Action{Tool: env.ToolRunTests}, Result: env.StepResult{Detail: &env.StepDetail{Tests: failing}}},
+		{Action: env.Action{Tool: env.ToolCoverage}, Result: env.StepResult{Detail: &env.StepDetail{Coverage: cov}}},
+		{Action: env.Action{Tool: env.ToolCandidates, Args: &env.ActionArgs{Lines: []env.Line{{File: "a.go", Line: 4}, {File: "a.go", Line: 8}}}},
+			Result: env.StepResult{Detail: &env.StepDetail{Candidates: list}}},
 	}}
 }

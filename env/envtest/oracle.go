@@ -71,10 +71,10 @@ func RunOracle(t *testing.T, p env.Provider, h env.Harness, tasks []OracleTask) 
 						t.Fatalf("reward %v, want %v:\n%s", traj.Reward, tt.reward, strings.Join(log, "\n"))
 					}
 					if tt.name == "unchanged" {
-						checkCoverage(t, ot.Task, traj.Steps[0].Result.Coverage)
+						checkCoverage(t, ot.Task, traj.Steps[0].Result.Coverage())
 					}
 					// The run_tests before the submit agrees with the verdict.
-					rep := traj.Steps[len(traj.Steps)-2].Result.Tests
+					rep := traj.Steps[len(traj.Steps)-2].Result.Tests()
 					if rep == nil {
 						t.Fatal("run_tests gave no report")
 					}

@@ -85,7 +85,7 @@ func RunRedTeam(t *testing.T, p env.Provider, h env.Harness, tasks []OracleTask,
 							t.Fatalf("the attack's %s was refused as a mistake (%s): it never ran", s.Action.Tool, s.Result.Error)
 						}
 					}
-					rep := traj.Steps[len(traj.Steps)-2].Result.Tests
+					rep := traj.Steps[len(traj.Steps)-2].Result.Tests()
 					ranPass := rep != nil && rep.Built && len(rep.Failing()) == 0
 					if a.forges && !ranPass {
 						t.Errorf("the agent's own run of the tests did not report every test passed (%+v): the attack does not work, so the test shows nothing", rep)

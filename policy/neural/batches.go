@@ -48,9 +48,8 @@ func trace(t *env.Trajectory) *env.Trajectory {
 		}
 		st := env.Step{Action: env.Action{Tool: s.Action.Tool, Version: s.Action.Version, LogProb: s.Action.LogProb,
 			Decision: s.Action.Decision}}
-		if len(s.Result.Tries) > 0 {
-			tr := s.Result.Tries[0]
-			st.Result.Tries = []env.TryResult{tr}
+		if tries := s.Result.Tries(); len(tries) > 0 {
+			st.Result.Detail = &env.StepDetail{Tries: []env.TryResult{tries[0]}}
 		}
 		out.Steps = append(out.Steps, st)
 	}

@@ -1,7 +1,11 @@
 package neural
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +82,44 @@ func TestReadBatchesErrors(t *testing.T) {
 	}
 	if _, err := NewBatchRecorder(filepath.Join(dir, "no/such/dir/b.jsonl")); err == nil {
 		t.Error("a recorder in a missing folder: no error")
+	}
+}
+
+// TestRecordedBatchesReencode decodes every line of the recorded batches
+// (a real run's trajectories) and encodes it again: the bytes must be the
+// ones on file, so that env.Action and env.StepResult keep their wire
+// format whatever their layout in memory.
+func TestRecordedBatchesReencode(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "recorded-batches.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(gz)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var line batchLine
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("line %d: %v", lines, err)
+		}
+		got, err := json.Marshal(line)
+		if err != nil {
+			t.Fatalf("line %d: %v", lines, err)
+		}
+		if !bytes.Equal(got, sc.Bytes()) {
+			t.Errorf("line %d encodes to %d bytes, not the %d on file", lines, len(got), len(sc.Bytes()))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if lines == 0 {
+		t.Fatal("no recorded batches")
 	}
 }

@@ -312,10 +312,11 @@ func (l *Learner) collect(groups []policy.Group) batch {
 // (CreditTry): 1 when every deciding test passed, ½ when it fixed some and
 // broke none, 0 otherwise and for stopping.
 func tryOutcome(s *env.Step) float64 {
-	if s.Action.Tool != env.ToolTry || len(s.Result.Tries) == 0 {
+	tries := s.Result.Tries()
+	if s.Action.Tool != env.ToolTry || len(tries) == 0 {
 		return 0
 	}
-	tr := &s.Result.Tries[0]
+	tr := &tries[0]
 	switch {
 	case tr.AllPass:
 		return 1

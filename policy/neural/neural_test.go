@@ -369,7 +369,7 @@ func TestTryCredit(t *testing.T) {
 			tr.Fixed = []string{"TestA"}
 		}
 		return env.Step{Action: env.Action{Tool: env.ToolTry, Decision: repair.Decision(Kind, rows, 0, 1)},
-			Result: env.StepResult{Tries: []env.TryResult{tr}}}
+			Result: env.StepResult{Detail: &env.StepDetail{Tries: []env.TryResult{tr}}}}
 	}
 	solved := &env.Trajectory{Reward: 1, Tries: 2, Steps: []env.Step{step(false, false), step(true, false)}}
 	failed := &env.Trajectory{Reward: 0, Tries: 2, Steps: []env.Step{step(false, true), step(false, false)}}

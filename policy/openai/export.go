@@ -146,7 +146,7 @@ func (p *Policy) Record(ep Episode, adv *float64) (Record, error) {
 	}
 	k := 0
 	for _, st := range tr.Steps {
-		if st.Action.Mistake != "" {
+		if st.Action.Mistake() != "" {
 			r.Mistakes++
 		}
 		t := st.Action.Turn

@@ -188,8 +188,9 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 	case errors.As(err, &cerr):
 		p.contextErrors.Add(1)
 		turn.ContextExceeded = true
-		act := env.Action{Turn: turn, Mistake: "the conversation is longer than the model's context (" + env.CutMiddle(cerr.Error(), 300) +
-			"); older results will be cut further. Keep tool outputs short: view line ranges, not whole files."}
+		act := mistake("the conversation is longer than the model's context (" + env.CutMiddle(cerr.Error(), 300) +
+			"); older results will be cut further. Keep tool outputs short: view line ranges, not whole files.")
+		act.Turn = turn
 		p.count(act)
 		return act, nil
 	case err != nil:
@@ -217,10 +218,11 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 	}
 	var act env.Action
 	if len(turn.ToolCalls) == 0 {
-		act = env.Action{Mistake: "no tool call: act only through the tools; call submit when the fix is done"}
+		msg := "no tool call: act only through the tools; call submit when the fix is done"
 		if ch.FinishReason == "length" {
-			act.Mistake = "the answer was cut at the token limit before any tool call: answer shorter, with a tool call"
+			msg = "the answer was cut at the token limit before any tool call: answer shorter, with a tool call"
 		}
+		act = mistake(msg)
 	} else {
 		turn.Call = 0
 		act = parseCall(turn.ToolCalls[0], p.cfg.Tools)
@@ -234,7 +236,7 @@ func (p *Policy) act(ctx context.Context, obs *env.Observation) (env.Action, err
 }
 
 func (p *Policy) count(act env.Action) {
-	if act.Mistake != "" {
+	if act.Mistake() != "" {
 		p.mistakes.Add(1)
 	}
 }

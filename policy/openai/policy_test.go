@@ -92,8 +92,8 @@ func TestMalformedToolCallsAreTheAgentsMistakes(t *testing.T) {
 	}
 	for i, want := range wantErrs {
 		st := traj.Steps[i]
-		if !strings.Contains(st.Action.Mistake, want) || !strings.Contains(st.Result.Error, want) {
-			t.Errorf("step %d: mistake %q, result error %q; want both to say %q", i, st.Action.Mistake, st.Result.Error, want)
+		if !strings.Contains(st.Action.Mistake(), want) || !strings.Contains(st.Result.Error, want) {
+			t.Errorf("step %d: mistake %q, result error %q; want both to say %q", i, st.Action.Mistake(), st.Result.Error, want)
 		}
 	}
 	// The model was shown each error: as the tool result of its call, or,
@@ -208,8 +208,8 @@ func TestContextLengthErrorIsTheAgentsMistake(t *testing.T) {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		res := env.StepResult{Output: long}
-		if acts[0].Mistake != "" {
-			res = env.StepResult{Output: "error: " + acts[0].Mistake, Error: acts[0].Mistake}
+		if m := acts[0].Mistake(); m != "" {
+			res = env.StepResult{Output: "error: " + m, Error: m}
 		}
 		hist = append(hist, env.Step{Action: acts[0], Result: res})
 		if acts[0].Tool == env.ToolSubmit || step > 8 {
@@ -217,7 +217,7 @@ func TestContextLengthErrorIsTheAgentsMistake(t *testing.T) {
 		}
 	}
 	ctxStep := hist[3]
-	if ctxStep.Action.Turn == nil || !ctxStep.Action.Turn.ContextExceeded || !strings.Contains(ctxStep.Action.Mistake, "longer than the model's context") {
+	if ctxStep.Action.Turn == nil || !ctxStep.Action.Turn.ContextExceeded || !strings.Contains(ctxStep.Action.Mistake(), "longer than the model's context") {
 		t.Fatalf("step 3: %+v; want the context-length refusal recorded as the agent's mistake", ctxStep.Action)
 	}
 	if hist[len(hist)-1].Action.Tool != env.ToolSubmit {

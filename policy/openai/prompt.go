@@ -154,7 +154,7 @@ func rebuild(system, task string, hist []env.Step) conversation {
 			c.msgs = append(c.msgs, Message{Role: "assistant", Content: t.Content, ToolCalls: wireCalls(answer)})
 		}
 		text := renderResult(&st.Result)
-		if st.Action.Tool == env.ToolSubmit && st.Action.Mistake == "" {
+		if st.Action.Tool == env.ToolSubmit && st.Action.Mistake() == "" {
 			text = "submitted"
 		}
 		c.results = append(c.results, len(c.msgs))
@@ -451,8 +451,8 @@ func (p *prompts) taskMessage(d PromptData, budget int) (system, task string, cu
 func renderResult(r *env.StepResult) string {
 	var b strings.Builder
 	b.WriteString(r.Output)
-	if r.Tests != nil {
-		for _, t := range r.Tests.Tests {
+	if rep := r.Tests(); rep != nil {
+		for _, t := range rep.Tests {
 			if t.Status == env.TestPass || t.Status == env.TestSkip {
 				continue
 			}
@@ -468,7 +468,7 @@ func renderResult(r *env.StepResult) string {
 			}
 		}
 	}
-	if cov := r.Coverage; cov != nil {
+	if cov := r.Coverage(); cov != nil {
 		names := make([]string, 0, len(cov.Tests))
 		for n := range cov.Tests {
 			names = append(names, n)
@@ -488,16 +488,16 @@ func renderResult(r *env.StepResult) string {
 			}
 		}
 	}
-	for _, c := range r.Candidates {
+	for _, c := range r.Candidates() {
 		fmt.Fprintf(&b, "\n%d: %s:%d %s", c.ID, c.File, c.Line, c.Desc)
 	}
-	if r.Stdout != "" {
-		b.WriteString("\nstdout:\n" + r.Stdout)
+	if s := r.Stdout(); s != "" {
+		b.WriteString("\nstdout:\n" + s)
 	}
-	if r.Stderr != "" {
-		b.WriteString("\nstderr:\n" + r.Stderr)
+	if s := r.Stderr(); s != "" {
+		b.WriteString("\nstderr:\n" + s)
 	}
-	if r.TimedOut {
+	if r.TimedOut() {
 		b.WriteString("\n(timed out)")
 	}
 	if b.Len() == 0 {

@@ -146,10 +146,10 @@ func TestSolvesARealTask(t *testing.T) {
 	if traj.Reward != 1 {
 		t.Fatalf("reward %v, want 1: the fix was written through edit", traj.Reward)
 	}
-	if tr := traj.Steps[0].Result.Tests; tr == nil || tr.Failed == 0 {
+	if tr := traj.Steps[0].Result.Tests(); tr == nil || tr.Failed == 0 {
 		t.Errorf("the first run_tests found no failing test: %+v", tr)
 	}
-	if tr := traj.Steps[3].Result.Tests; tr == nil || tr.Failed != 0 || !tr.Built {
+	if tr := traj.Steps[3].Result.Tests(); tr == nil || tr.Failed != 0 || !tr.Built {
 		t.Errorf("the run_tests after the fix: %+v; want all passing", tr)
 	}
 	if !traj.Steps[1].Action.Turn.Continues || traj.Steps[0].Action.Turn.Continues {

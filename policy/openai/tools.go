@@ -57,7 +57,10 @@ var toolSpecs = map[string]toolSpec{
 			if a.Path == "" {
 				return fmt.Errorf("path is required")
 			}
-			act.Path, act.StartLine, act.EndLine = a.Path, a.StartLine, a.EndLine
+			act.Path = a.Path
+			if a.StartLine != 0 || a.EndLine != 0 {
+				act.Args = &env.ActionArgs{StartLine: a.StartLine, EndLine: a.EndLine}
+			}
 			return nil
 		},
 	},
@@ -75,7 +78,7 @@ var toolSpecs = map[string]toolSpec{
 			if a.Query == "" {
 				return fmt.Errorf("query is required")
 			}
-			act.Query = a.Query
+			act.Args = &env.ActionArgs{Query: a.Query}
 			return nil
 		},
 	},
@@ -144,7 +147,7 @@ var toolSpecs = map[string]toolSpec{
 			if len(a.Lines) == 0 {
 				return fmt.Errorf("lines is required")
 			}
-			act.Lines = a.Lines
+			act.Args = &env.ActionArgs{Lines: a.Lines}
 			return nil
 		},
 	},
@@ -169,7 +172,9 @@ func parseTests(data []byte, act *env.Action) error {
 	if err := strict(data, &a); err != nil {
 		return err
 	}
-	act.Tests = a.Tests
+	if a.Tests != nil {
+		act.Args = &env.ActionArgs{Tests: a.Tests}
+	}
 	return nil
 }
 
@@ -180,7 +185,9 @@ func parseCandidates(data []byte, act *env.Action) error {
 	if err := strict(data, &a); err != nil {
 		return err
 	}
-	act.Candidates = a.Candidates
+	if a.Candidates != nil {
+		act.Args = &env.ActionArgs{Candidates: a.Candidates}
+	}
 	return nil
 }
 
@@ -206,14 +213,18 @@ func strict(data []byte, v any) error {
 func parseCall(c env.ToolCall, exposed []string) env.Action {
 	spec, ok := toolSpecs[c.Name]
 	if !ok || !slices.Contains(exposed, c.Name) {
-		return env.Action{Mistake: fmt.Sprintf("unknown tool %q: the tools are %s", c.Name, strings.Join(exposed, ", "))}
+		return mistake(fmt.Sprintf("unknown tool %q: the tools are %s", c.Name, strings.Join(exposed, ", ")))
 	}
 	act := env.Action{Tool: spec.tool}
 	if !json.Valid([]byte(c.Arguments)) && strings.TrimSpace(c.Arguments) != "" {
-		return env.Action{Mistake: fmt.Sprintf("%s: the arguments are not valid JSON: %s", c.Name, env.CutMiddle(c.Arguments, 200))}
+		return mistake(fmt.Sprintf("%s: the arguments are not valid JSON: %s", c.Name, env.CutMiddle(c.Arguments, 200)))
 	}
 	if err := spec.parse([]byte(c.Arguments), &act); err != nil {
-		return env.Action{Mistake: fmt.Sprintf("%s: bad arguments: %v", c.Name, err)}
+		return mistake(fmt.Sprintf("%s: bad arguments: %v", c.Name, err))
 	}
 	return act
 }
+
+// mistake is the action of a model that gave none: the agent's mistake,
+// told with msg.
+func mistake(msg string) env.Action { return env.Action{Args: &env.ActionArgs{Mistake: msg}} }

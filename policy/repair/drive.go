@@ -90,7 +90,7 @@ func Next(obs env.Observation, cfg Config, ch Chooser, rnd *rand.Rand) env.Actio
 		if len(lines) == 0 {
 			return submit
 		}
-		return env.Action{Tool: env.ToolCandidates, Lines: lines}
+		return env.Action{Tool: env.ToolCandidates, Args: &env.ActionArgs{Lines: lines}}
 	case left <= 2 || obs.MaxTries > 0 && st.Tries >= obs.MaxTries:
 		return submit
 	}
@@ -102,7 +102,7 @@ func Next(obs env.Observation, cfg Config, ch Chooser, rnd *rand.Rand) env.Actio
 		if obs.MaxTries > 0 {
 			ids = ids[:min(len(ids), obs.MaxTries-st.Tries)]
 		}
-		return env.Action{Tool: env.ToolTry, Candidates: ids}
+		return env.Action{Tool: env.ToolTry, Args: &env.ActionArgs{Candidates: ids}}
 	}
 	pick, dec, lp := ch.Choose(st, ids, rnd)
 	if pick < 0 || pick >= len(ids) {
@@ -110,10 +110,12 @@ func Next(obs env.Observation, cfg Config, ch Chooser, rnd *rand.Rand) env.Actio
 		a.Decision, a.LogProb = dec, lp
 		return a
 	}
-	return env.Action{Tool: env.ToolTry, Candidates: []int{ids[pick]}, Decision: dec, LogProb: lp}
+	return env.Action{Tool: env.ToolTry, Args: &env.ActionArgs{Candidates: []int{ids[pick]}}, Decision: dec, LogProb: lp}
 }
 
-func apply(id int) env.Action { return env.Action{Tool: env.ToolApply, Candidates: []int{id}} }
+func apply(id int) env.Action {
+	return env.Action{Tool: env.ToolApply, Args: &env.ActionArgs{Candidates: []int{id}}}
+}
 
 // Lines are where to ask for candidates: the most suspicious lines against
 // the tests failing now (after kept edits), in the task's package first.

@@ -58,27 +58,27 @@ func Derive(obs env.Observation) *State {
 		last := i == len(obs.History)-1
 		switch s.Action.Tool {
 		case env.ToolRunTests:
-			if st.Initial == nil && r.Tests != nil {
-				st.Initial = r.Tests
-				st.Failing0 = r.Tests.Failing()
+			if rep := r.Tests(); st.Initial == nil && rep != nil {
+				st.Initial = rep
+				st.Failing0 = rep.Failing()
 				st.Failing = slices.Clone(st.Failing0)
 			}
 		case env.ToolCoverage:
-			if st.Coverage == nil && r.Coverage != nil {
-				st.Coverage = r.Coverage
+			if cov := r.Coverage(); st.Coverage == nil && cov != nil {
+				st.Coverage = cov
 				failing := map[string]bool{}
 				for _, t := range st.Failing0 {
 					failing[t] = true
 				}
-				st.Suspects = Rank(Spectra(r.Coverage, failing))
+				st.Suspects = Rank(Spectra(cov, failing))
 			}
 		case env.ToolCandidates:
 			if r.Error == "" {
-				st.List, st.Stale, st.Tried = r.Candidates, false, map[int]env.TryResult{}
+				st.List, st.Stale, st.Tried = r.Candidates(), false, map[int]env.TryResult{}
 				st.Lists++
 			}
 		case env.ToolTry:
-			for _, tr := range r.Tries {
+			for _, tr := range r.Tries() {
 				st.Tries++
 				st.Tried[tr.Candidate] = tr
 				if tr.Candidate >= 0 && tr.Candidate < len(st.List) {
@@ -91,13 +91,14 @@ func Derive(obs env.Observation) *State {
 				}
 			}
 			if last {
-				st.LastTry = best(r.Tries)
+				st.LastTry = best(r.Tries())
 			}
 		case env.ToolApply:
-			if r.Error != "" || len(s.Action.Candidates) != 1 {
+			ids := s.Action.CandidateIDs()
+			if r.Error != "" || len(ids) != 1 {
 				continue
 			}
-			id := s.Action.Candidates[0]
+			id := ids[0]
 			st.Applied++
 			if id >= 0 && id < len(st.List) {
 				c := st.List[id]

@@ -15,16 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/chart"
 )
-
-// strategyColors are frog report's palette extended to the seven
-// curricula.
-var strategyColors = []color.Color{
-	color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255},
-	color.RGBA{R: 44, G: 160, B: 44, A: 255}, color.RGBA{R: 148, G: 103, B: 189, A: 255},
-	color.RGBA{R: 255, G: 127, B: 14, A: 255},
-	color.RGBA{R: 140, G: 86, B: 75, A: 255}, color.RGBA{R: 127, G: 127, B: 127, A: 255},
-}
 
 // Draw draws the held-out curve of every strategy (the mean over seeds,
 // its 95% interval as a band) into curriculum.png and .svg in dir.
@@ -34,7 +26,7 @@ func (t Table) Draw(dir string) error {
 	p.X.Label.Text, p.Y.Label.Text = "test executions", "held-out solve rate (mean over seeds, 95% interval)"
 	p.Legend.Top, p.Legend.Left = true, true
 	for i, r := range t.Rows {
-		c := strategyColors[i%len(strategyColors)]
+		c := chart.Palette[i%len(chart.Palette)]
 		var mid, band plotter.XYs
 		for k, v := range r.Curve {
 			if k >= len(r.CurveX) {
@@ -53,7 +45,7 @@ func (t Table) Draw(dir string) error {
 			poly.LineStyle.Width = 0
 			p.Add(poly)
 		}
-		if err := line(p, mid, c, r.Strategy); err != nil {
+		if err := chart.Line(p, mid, c, false, r.Strategy); err != nil {
 			return err
 		}
 	}
@@ -70,25 +62,6 @@ func (t Table) Draw(dir string) error {
 		if err := run.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// line adds xy to p as a solid line of colour c named legend (frog
-// report's line).
-func line(p *plot.Plot, xy plotter.XYs, c color.Color, legend string) error {
-	if len(xy) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xy)
-	if err != nil {
-		return err
-	}
-	l.Color = c
-	l.Width = vg.Points(1.5)
-	p.Add(l)
-	if legend != "" {
-		p.Legend.Add(legend, l)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/run"
+	"github.com/frognano/frog/run/chart"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -130,32 +131,6 @@ func readRun(dir string) (*runSeries, error) {
 	return s, nil
 }
 
-var palette = []color.Color{
-	color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255},
-	color.RGBA{R: 44, G: 160, B: 44, A: 255}, color.RGBA{R: 148, G: 103, B: 189, A: 255},
-	color.RGBA{R: 255, G: 127, B: 14, A: 255},
-}
-
-func line(p *plot.Plot, xy plotter.XYs, c color.Color, dashed bool, legend string) error {
-	if len(xy) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xy)
-	if err != nil {
-		return err
-	}
-	l.Color = c
-	l.Width = vg.Points(1.5)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-	}
-	p.Add(l)
-	if legend != "" {
-		p.Legend.Add(legend, l)
-	}
-	return nil
-}
-
 func (s *runSeries) plots() ([][]*plot.Plot, error) {
 	mk := func(title, y string) *plot.Plot {
 		p := plot.New()
@@ -171,7 +146,7 @@ func (s *runSeries) plots() ([][]*plot.Plot, error) {
 	zero.Y.Min, zero.Y.Max = 0, 1
 	tput := mk("throughput", "per second")
 	var errs []error
-	errs = append(errs, line(train, s.Train, palette[0], false, ""))
+	errs = append(errs, chart.Line(train, s.Train, chart.Palette[0], false, ""))
 	if len(s.Heldout) > 0 {
 		var mid plotter.XYs
 		var band plotter.XYs
@@ -188,7 +163,7 @@ func (s *runSeries) plots() ([][]*plot.Plot, error) {
 			poly.LineStyle.Width = 0
 			held.Add(poly)
 		}
-		errs = append(errs, line(held, mid, palette[0], false, "neural"))
+		errs = append(errs, chart.Line(held, mid, chart.Palette[0], false, "neural"))
 		x0, x1 := 0.0, float64(max(s.Updates, int(s.Heldout[len(s.Heldout)-1].AtUpdate), 1))
 		names := make([]string, 0, len(s.Baselines))
 		for n := range s.Baselines {
@@ -197,11 +172,11 @@ func (s *runSeries) plots() ([][]*plot.Plot, error) {
 		sort.Strings(names)
 		for i, n := range names {
 			r := s.Baselines[n].Solved.Rate
-			errs = append(errs, line(held, plotter.XYs{{X: x0, Y: r}, {X: x1, Y: r}}, palette[(i+1)%len(palette)], true, n))
+			errs = append(errs, chart.Line(held, plotter.XYs{{X: x0, Y: r}, {X: x1, Y: r}}, chart.Palette[(i+1)%len(chart.Palette)], true, n))
 		}
 	}
-	errs = append(errs, line(zero, s.ZeroShare, palette[1], false, ""))
-	errs = append(errs, line(tput, s.EpsPerSec, palette[2], false, "episodes/s"), line(tput, s.TriesSec, palette[3], false, "tries/s"))
+	errs = append(errs, chart.Line(zero, s.ZeroShare, chart.Palette[1], false, ""))
+	errs = append(errs, chart.Line(tput, s.EpsPerSec, chart.Palette[2], false, "episodes/s"), chart.Line(tput, s.TriesSec, chart.Palette[3], false, "tries/s"))
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

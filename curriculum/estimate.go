@@ -238,20 +238,20 @@ func posterior(t *taskBelief, a, b float64) (float64, float64) {
 	return math.Max(a, tiny), math.Max(b, tiny)
 }
 
-// A snapshot scores many tasks against the estimate as it stands, each
+// A view scores many tasks against the estimate as it stands, each
 // bin's prior computed once rather than once a task: the replay
 // curricula score their whole buffer at each plan and eviction. It is
 // valid until the estimate next changes (Observe, Discount, Forget).
-type snapshot struct {
+type view struct {
 	e    *Estimate
 	bins map[string]binPrior
 }
 
-func (e *Estimate) snapshot() snapshot { return snapshot{e: e, bins: make(map[string]binPrior)} }
+func (e *Estimate) view() view { return view{e: e, bins: make(map[string]binPrior)} }
 
 // posterior is Posterior(id, bin) with the Predictor's answer for id given
 // (p, ok) rather than asked for.
-func (s snapshot) posterior(id, bin string, p float64, ok bool) (a, b float64) {
+func (s view) posterior(id, bin string, p float64, ok bool) (a, b float64) {
 	t := s.e.tasks[id]
 	if t != nil {
 		bin = t.bin

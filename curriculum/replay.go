@@ -282,23 +282,26 @@ func (r *Replay) predict(id string) (float64, bool) {
 	if e == nil {
 		return 0, false
 	}
-	return sigmoid(r.target.a - e.t.Difficulty), true
+	return r.predictEntry(e), true
 }
 
-// scoring reads buffered tasks' posteriors off one snapshot of the
+// predictEntry is predict's answer for a buffered task.
+func (r *Replay) predictEntry(e *entry) float64 { return sigmoid(r.target.a - e.t.Difficulty) }
+
+// scoring reads buffered tasks' posteriors off one view of the
 // estimate (each bin's prior computed once), with predict's prediction
 // taken from the entry rather than looked up: what Plan, eviction and Stats
 // do for every task buffered. It is valid until the estimate next changes.
 type scoring struct {
 	r *Replay
-	s snapshot
+	s view
 }
 
-func (r *Replay) scoring() scoring { return scoring{r: r, s: r.est.snapshot()} }
+func (r *Replay) scoring() scoring { return scoring{r: r, s: r.est.view()} }
 
 // posterior is r.est.Posterior(e.t.ID, e.bin).
 func (c scoring) posterior(e *entry) (a, b float64) {
-	return c.s.posterior(e.t.ID, e.bin, sigmoid(c.r.target.a-e.t.Difficulty), true)
+	return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
 }
 
 // score is r.est.Score(e.t.ID, e.bin).
@@ -429,8 +432,8 @@ func (r *Replay) draw(cands []*entry, k int, replace bool) []*entry {
 }
 
 // fenwick draws indices in proportion to their weights, and takes a weight
-// out, in O(log n) each: Plan draws hundreds of tasks from thousands
-// buffered, where summing the weights again for each draw cost O(n).
+// out, in O(log n) each, after an O(n) build: Plan draws hundreds of tasks
+// from thousands buffered with one.
 type fenwick struct {
 	w    []float64 // the weights as they stand
 	tree []float64 // tree[i] sums w over (i − lowbit(i), i], 1-based

@@ -372,7 +372,7 @@ func TestRequestsMoveOnFromBinsTheSynthesizerCannotMake(t *testing.T) {
 	}
 }
 
-// TestScoringAgreesWithTheEstimate checks the snapshot that Plan, eviction
+// TestScoringAgreesWithTheEstimate checks the view that Plan, eviction
 // and Stats score the buffer with: every buffered task's posterior is the
 // estimate's own, to the bit, for tasks played and unplayed, in bins seen
 // and unseen, with the target's ability moved off its start.

@@ -58,8 +58,9 @@ type Config struct {
 	// announced then (env.Turn.TrainerVersion); ExportLearner measures
 	// staleness by it.
 	VersionFile string `json:"policy_version_file,omitempty"`
-	// SystemPrompt and TaskPrompt are text/template templates over
-	// PromptData; empty means the defaults (DefaultSystemPrompt,
+	// SystemPrompt and TaskPrompt are templates over PromptData in
+	// text/template's syntax, of which they may use the subset
+	// promptTemplate runs; empty means the defaults (DefaultSystemPrompt,
 	// DefaultTaskPrompt).
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	TaskPrompt   string `json:"task_prompt,omitempty"`

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/template"
 	"unicode/utf8"
 
 	"github.com/frognano/frog/env"
@@ -40,11 +39,10 @@ Package directory: {{.Task.Dir}}
 {{end}}`
 
 type prompts struct {
-	system, task *template.Template
+	system, task *promptTemplate
 }
 
 func newPrompts(c Config) (*prompts, error) {
-	funcs := template.FuncMap{"join": strings.Join}
 	sys, task := c.SystemPrompt, c.TaskPrompt
 	if sys == "" {
 		sys = DefaultSystemPrompt
@@ -52,11 +50,11 @@ func newPrompts(c Config) (*prompts, error) {
 	if task == "" {
 		task = DefaultTaskPrompt
 	}
-	st, err := template.New("system").Funcs(funcs).Parse(sys)
+	st, err := parseTemplate("system", sys)
 	if err != nil {
 		return nil, fmt.Errorf("system prompt template: %w", err)
 	}
-	tt, err := template.New("task").Funcs(funcs).Parse(task)
+	tt, err := parseTemplate("task", task)
 	if err != nil {
 		return nil, fmt.Errorf("task prompt template: %w", err)
 	}
@@ -70,10 +68,10 @@ func newPrompts(c Config) (*prompts, error) {
 
 func (p *prompts) render(d PromptData) (system, task string, err error) {
 	var s, t strings.Builder
-	if err := p.system.Execute(&s, d); err != nil {
+	if err := p.system.execute(&s, d); err != nil {
 		return "", "", fmt.Errorf("system prompt template: %w", err)
 	}
-	if err := p.task.Execute(&t, d); err != nil {
+	if err := p.task.execute(&t, d); err != nil {
 		return "", "", fmt.Errorf("task prompt template: %w", err)
 	}
 	return s.String(), t.String(), nil

@@ -46,8 +46,8 @@ func (o *llmOptions) flags(f *pflag.FlagSet) {
 	f.BoolVar(&c.LogProbs, "logprobs", false, "ask the server for the sampled tokens' log-probabilities")
 	f.Int64Var(&c.Seed, "llm-seed", 0, "seed sent with every request (0: none)")
 	f.StringVar(&c.VersionFile, "policy-version-file", "", "file where the external trainer announces the version its servers serve (an integer): staleness is measured by it")
-	f.StringVar(&o.SystemFile, "system-prompt-file", "", "text/template file replacing the system prompt (see docs/llm.md)")
-	f.StringVar(&o.TaskFile, "task-prompt-file", "", "text/template file replacing the task statement")
+	f.StringVar(&o.SystemFile, "system-prompt-file", "", "file replacing the system prompt: a template in text/template's syntax over PromptData (docs/llm.md lists what it may use)")
+	f.StringVar(&o.TaskFile, "task-prompt-file", "", "file replacing the task statement, a template like --system-prompt-file's")
 }
 
 // resolve makes the config: defaults, then the file, then the flags given,

@@ -78,6 +78,9 @@ type episode struct {
 	// gone is set when the actor stops; its requests to the policy server
 	// carry it (ActRequest.Gone).
 	gone atomic.Bool
+	// req is the one request an inline episode has with the policy server
+	// at a time, reused from step to step (ActRequest says when).
+	req ActRequest
 }
 
 // inlineDispatcher runs an inline episode's mailbox on the goroutine that
@@ -196,7 +199,8 @@ func (e *episode) startInline(ctx actor.Context) {
 // next asks for the next action, or finishes the episode.
 func (e *episode) next(ctx actor.Context) {
 	if obs, ok := e.ep.Observation(); ok {
-		ctx.Send(e.deps.server, &ActRequest{Obs: obs, ReplyTo: ctx.Self(), Gone: &e.gone})
+		e.req = ActRequest{Obs: obs, ReplyTo: ctx.Self(), Gone: &e.gone}
+		ctx.Send(e.deps.server, &e.req)
 		return
 	}
 	var traj env.Trajectory

@@ -73,6 +73,8 @@ type SynthTasks struct {
 
 // ActRequest asks the policy server for an episode's next action (episode's
 // runner → policy server); the answer is an *ActResponse sent to ReplyTo.
+// The server reads a request only until it sends the answer: the sender may
+// then reuse it for its next request.
 type ActRequest struct {
 	Obs     env.Observation
 	ReplyTo *actor.PID

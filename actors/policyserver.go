@@ -152,6 +152,12 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 				s.errors.Add(1)
 			}
 		}
+		itemErr := func(i int) error {
+			if errs == nil {
+				return nil
+			}
+			return errs[i]
+		}
 		deliver := func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := batch[i]
@@ -162,7 +168,7 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 					continue
 				}
 				acts[i].Version = version
-				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: &acts[i], Err: errs[i]})
+				root.Send(r.ReplyTo, &ActResponse{Attempt: r.Obs.Attempt, Step: r.Obs.Step, Action: &acts[i], Err: itemErr(i)})
 			}
 		}
 		// Episodes that step inline do their sandbox work on the goroutine
@@ -206,12 +212,12 @@ func actSafely(ctx context.Context, pol policy.Policy, obs []env.Observation, ac
 // ItemErrors gives each its own entry, any other error is every item's. A
 // cancellation of the server's context stays a cancellation; every other
 // error is an infrastructure fault (the agent's own mistakes are actions,
-// never errors: env.Action.Mistake).
+// never errors: env.Action.Mistake). It is nil when err is.
 func itemErrors(ctx context.Context, err error, n int) []error {
-	errs := make([]error, n)
 	if err == nil {
-		return errs
+		return nil
 	}
+	errs := make([]error, n)
 	for i := range errs {
 		e := policy.Item(err, i)
 		if e != nil && !(ctx.Err() != nil && errors.Is(e, ctx.Err())) {

@@ -94,12 +94,12 @@ const minSteps = 3
 // used by one goroutine at a time.
 type Episode struct {
 	task *Task
-	view *TaskView
+	view TaskView
 	opts RunOptions
 	traj Trajectory
 	last *StepResult
 	over bool
-	ws   *Workspace
+	ws   Workspace
 	// list is the last candidates list and listed the workspace state it
 	// was made for.
 	list   []Candidate
@@ -110,7 +110,7 @@ type Episode struct {
 // NewEpisode starts an episode of task.
 func NewEpisode(task *Task, opts RunOptions) *Episode {
 	opts = opts.withDefaults()
-	return &Episode{task: task, view: new(task.View()), opts: opts, ws: NewWorkspace(task), traj: Trajectory{
+	return &Episode{task: task, view: task.View(), opts: opts, ws: Workspace{Task: task}, traj: Trajectory{
 		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, minSteps)),
 	}}
 }
@@ -123,7 +123,7 @@ func (e *Episode) Observation() (obs Observation, ok bool) {
 	}
 	return Observation{
 		Episode: e.opts.Episode, Attempt: e.opts.Attempt, Step: len(e.traj.Steps), MaxSteps: e.opts.MaxSteps, MaxTries: e.opts.MaxTries,
-		Task: e.view, Last: e.last, History: e.traj.Steps,
+		Task: &e.view, Last: e.last, History: e.traj.Steps,
 	}, true
 }
 
@@ -159,7 +159,7 @@ func (e *Episode) Finish(ctx context.Context, sb Sandbox) (Trajectory, error) {
 	if h := e.opts.Harness; h != nil {
 		var v Verdict
 		var cost Cost
-		v, cost, err = h.Verdict(ctx, sb, e.ws)
+		v, cost, err = h.Verdict(ctx, sb, &e.ws)
 		e.traj.Executions += cost.Executions
 		passed = v.Pass && v.Suspected == ""
 		e.traj.RewardHackSuspected = v.Suspected
@@ -180,7 +180,7 @@ func (e *Episode) Finish(ctx context.Context, sb Sandbox) (Trajectory, error) {
 func (e *Episode) Trajectory() Trajectory { return e.traj }
 
 // Workspace is the episode's record of what it changed.
-func (e *Episode) Workspace() *Workspace { return e.ws }
+func (e *Episode) Workspace() *Workspace { return &e.ws }
 
 // Evaluate runs the task's deciding tests in sb and reports whether they
 // pass. A sandbox fault is an error; failing tests are not.
@@ -231,7 +231,7 @@ func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResu
 			return StepResult{ExitCode: res.ExitCode, Executions: 1, Detail: &StepDetail{Stdout: CutMiddle(string(res.Stdout), maxOut),
 				Stderr: CutMiddle(string(res.Stderr), maxOut), TimedOut: res.TimedOut}}, nil
 		}
-		rep, cost, err := h.RunTests(ctx, sb, e.ws, act.Tests())
+		rep, cost, err := h.RunTests(ctx, sb, &e.ws, act.Tests())
 		if err != nil {
 			return agentError(ctx, err)
 		}
@@ -241,7 +241,7 @@ func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResu
 		if h == nil {
 			return unavailable(act.Tool), nil
 		}
-		rep, cost, err := h.Coverage(ctx, sb, e.ws, act.Tests())
+		rep, cost, err := h.Coverage(ctx, sb, &e.ws, act.Tests())
 		if err != nil {
 			return agentError(ctx, err)
 		}
@@ -254,7 +254,7 @@ func (e *Episode) execute(ctx context.Context, sb Sandbox, act Action) (StepResu
 		if len(act.Lines()) == 0 {
 			return mistake("candidates needs lines to look at"), nil
 		}
-		list, err := h.Candidates(ctx, sb, e.ws, act.Lines())
+		list, err := h.Candidates(ctx, sb, &e.ws, act.Lines())
 		if err != nil {
 			return agentError(ctx, err)
 		}
@@ -416,7 +416,7 @@ func (e *Episode) try(ctx context.Context, sb Sandbox, act Action) (StepResult, 
 	if e.opts.MaxTries > 0 && e.tries+len(ids) > e.opts.MaxTries {
 		return mistake(fmt.Sprintf("out of tries: %d of %d used", e.tries, e.opts.MaxTries)), nil
 	}
-	res, cost, err := h.Try(ctx, sb, e.ws, e.list, ids)
+	res, cost, err := h.Try(ctx, sb, &e.ws, e.list, ids)
 	if err != nil {
 		return agentError(ctx, err)
 	}

@@ -200,6 +200,10 @@ func (l *Learner) Policy() policy.Policy { return l.cur }
 // Current is the current policy, as its own type.
 func (l *Learner) Current() *Policy { return l.cur }
 
+// Initial is the parameter vector the learner's run started from: Init
+// with its seed and prior, the reference of its KL penalty.
+func (l *Learner) Initial() []float32 { return Init(l.cfg.Dims, l.cfg.Seed, l.cfg.Prior) }
+
 // Backend names the backend the learner computes on.
 func (l *Learner) Backend() string { return l.b.Name() }
 

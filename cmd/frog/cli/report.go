@@ -36,7 +36,11 @@ and RUN/report.svg: the training pass rate, the held-out solve rate with its 95%
 interval as a band and the baselines' held-out rates as lines, the share of GRPO
 groups whose rewards were all equal (no signal), and the throughput (episodes
 and tries per second). It prints a short summary: the first and last held-out
-rates (and within one try) against the baselines.`,
+rates (and within one try) against the baselines; and, for the built-in policy,
+the features its network weighs most: for each, how far the network's choices
+move when the feature is zeroed (over the last 300 decisions its trajectories
+recorded) and its linear weight at the start and now, so that you can see
+whether it rediscovered fault localisation and what it added.`,
 		Example: `  frog report runs/train-20261201-120000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -49,6 +53,7 @@ rates (and within one try) against the baselines.`,
 				return err
 			}
 			s.Files = files
+			s.explain(args[0])
 			if asJSON {
 				return json.NewEncoder(g.stdout).Encode(s)
 			}
@@ -70,6 +75,9 @@ type runSeries struct {
 	Heldout   []run.Event          `json:"heldout"`
 	Baselines map[string]run.Event `json:"baselines"`
 	Files     []string             `json:"files"`
+	// Weights is what the network of the last checkpoint makes of its
+	// features (absent for runs without one: an LLM run).
+	Weights *run.Explanation `json:"weights,omitempty"`
 }
 
 func readRun(dir string) (*runSeries, error) {
@@ -254,7 +262,10 @@ func (s *runSeries) print(w io.Writer) error {
 	for _, f := range s.Files {
 		fmt.Fprintf(tw, "wrote\t%s\t\t\n", f)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return s.printWeights(w)
 }
 
 // solvedWithin is an evaluation's solve rate within tries tries, when its

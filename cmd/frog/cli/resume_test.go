@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,6 +182,19 @@ func TestResumeContinuesTheCurriculum(t *testing.T) {
 		"--sandbox", "process", "--device", "cpu", "--concurrency", "2", "--run-dir", dir, "--name", "t1", "--log-level", "warn", "--json"); err != nil {
 		t.Fatalf("frog train: %v\n%s", err, stderr)
 	}
+	// frog report weighs the network of the run's last checkpoint over the
+	// decisions its trajectories recorded.
+	var rep bytes.Buffer
+	if err := Run(context.Background(), []string{"report", dir, "--json"}, &rep, io.Discard); err != nil {
+		t.Fatalf("frog report: %v", err)
+	}
+	var summary struct {
+		Weights *run.Explanation `json:"weights"`
+	}
+	if err := json.Unmarshal(rep.Bytes(), &summary); err != nil || summary.Weights == nil || summary.Weights.Decisions == 0 || len(summary.Weights.Weights) == 0 {
+		t.Errorf("frog report --json: %v; weights %+v: want the network's features weighed over the run's decisions", err, summary.Weights)
+	}
+
 	at := checkpointedCurriculum(t, dir)
 	if at.Observed == 0 || at.Frontier == nil || at.Frontier.Buffer == 0 {
 		t.Fatalf("the checkpoint's curriculum observed %d outcomes, buffer %+v: the test needs some", at.Observed, at.Frontier)

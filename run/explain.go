@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -72,12 +71,7 @@ func Decisions(dir, kind string, max int) ([]*env.Decision, error) {
 		if err != nil {
 			return nil, err
 		}
-		var lines [][]byte
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 1<<28)
-		for sc.Scan() {
-			lines = append(lines, sc.Bytes())
-		}
+		lines := bytes.Split(data, []byte("\n"))
 		for j := len(lines) - 1; j >= 0 && len(out) < max; j-- {
 			var rec struct {
 				Steps []env.Step `json:"steps"`

@@ -29,19 +29,22 @@ func TestExplainReadsARun(t *testing.T) {
 	if err := NewCheckpoints(filepath.Join(dir, "checkpoints"), 2).Save(actors.Checkpoint{Progress: actors.Progress{Version: 7}, Learner: data}); err != nil {
 		t.Fatal(err)
 	}
-	shards, err := NewShards(filepath.Join(dir, "trajectories"), 2)
+	shards, err := NewShards(filepath.Join(dir, "trajectories"), 30)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := neural.DefaultDims.F
-	for i := range 5 {
+	const records = 40
+	for i := range records {
 		x := make([]float32, 2*d)
 		x[i%d] = 1
 		steps := []env.Step{
 			{Action: env.Action{Tool: env.ToolTry, Decision: &env.Decision{Kind: neural.Kind, Features: x, Dim: d}}},
 			{Action: env.Action{Tool: env.ToolTry, Decision: &env.Decision{Kind: "other", Features: x, Dim: d}}},
 		}
-		shards.Write(map[string]any{"episode": i, "steps": steps})
+		// Long lines, as real records are (a step's reports): a reader that
+		// kept a scanner's buffer across lines read them clobbered.
+		shards.Write(map[string]any{"episode": i, "steps": steps, "pad": strings.Repeat("x", 100<<10)})
 	}
 	if err := shards.Close(); err != nil {
 		t.Fatal(err)
@@ -59,11 +62,13 @@ func TestExplainReadsARun(t *testing.T) {
 		}
 	}
 	decs, err := Decisions(filepath.Join(dir, "trajectories"), neural.Kind, 100)
-	if err != nil || len(decs) != 5 {
-		t.Fatalf("Decisions: %d, %v: want the 5 of the built-in policy", len(decs), err)
+	if err != nil || len(decs) != records {
+		t.Fatalf("Decisions: %d, %v: want the %d of the built-in policy", len(decs), err, records)
 	}
-	if decs[0].Features[4] != 1 {
-		t.Error("Decisions does not give the latest first")
+	for i, dec := range decs {
+		if r := records - 1 - i; dec.Features[r%d] != 1 {
+			t.Fatalf("decision %d is not record %d's: Decisions gives the latest first, each read whole", i, r)
+		}
 	}
 	if _, err := Explain(t.TempDir(), 3); err == nil {
 		t.Error("Explain of a directory with no checkpoint: no error")

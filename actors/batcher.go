@@ -157,6 +157,11 @@ func (b *batcher) resume(st LearnerStats, results int64) {
 		staleDropped: st.StaleDropped, maxStalenessSeen: st.MaxStalenessSeen, refilled: st.RefilledGroups}
 }
 
+// judged is the batcher's count of the groups it judged so far.
+func (b *batcher) judged() GroupsJudged {
+	return GroupsJudged{Groups: b.st.groups, ZeroSignal: b.st.zeroSignal, Refilled: b.st.refilled}
+}
+
 // fill copies the batcher's tallies into st.
 func (b *batcher) fill(st *LearnerStats) {
 	st.Results, st.Groups, st.Trajectories = b.st.results, b.st.groups, b.st.trajectories

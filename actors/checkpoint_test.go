@@ -239,6 +239,15 @@ func TestResumedRunContinuesItsCounting(t *testing.T) {
 		t.Errorf("whole run's learner: %d results, %d updates, %d checkpoints; want %d, %d, %d",
 			sum.Learner.Results, sum.Learner.Updates, sum.Learner.Checkpoints, cfg.Episodes, ck.Updates+int64(len(updates)), 2+len(sink.saved))
 	}
+	// The updates' windows of judged groups go on from the checkpoint's
+	// count: none holds a group judged before it.
+	var judged int64
+	for _, u := range updates {
+		judged += u.Judged.Groups
+	}
+	if since := sum.Learner.Groups - ck.Stats.Groups; judged == 0 || judged > since {
+		t.Errorf("the resumed run's updates judged %d groups; %d were judged after the checkpoint", judged, since)
+	}
 	if sum.ElapsedSeconds < ck.Seconds {
 		t.Errorf("the whole run took %v s; the checkpoint was taken after %v s", sum.ElapsedSeconds, ck.Seconds)
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -125,9 +126,13 @@ func TestRefillZeroVariance(t *testing.T) {
 		deps, _, _ := simDeps(t, simSetup{seed: 4, curriculum: &curriculum.Fixed{D: 2}})
 		var mu sync.Mutex
 		var zeroInUpdates int
+		var judged GroupsJudged // summed over the updates' records
 		deps.OnUpdate = func(r UpdateRecord) {
 			mu.Lock()
 			zeroInUpdates += r.ZeroSignalGroups
+			judged.Groups += r.Judged.Groups
+			judged.ZeroSignal += r.Judged.ZeroSignal
+			judged.Refilled += r.Judged.Refilled
 			mu.Unlock()
 		}
 		cfg := testConfig(4000, 64)
@@ -151,6 +156,15 @@ func TestRefillZeroVariance(t *testing.T) {
 			t.Errorf("refill: %d zero-signal groups reached updates, %d of %d refilled (%d stale trajectories dropped)", zeroInUpdates, l.RefilledGroups, l.ZeroSignalGroups, l.StaleDropped)
 		case !refill && (zeroInUpdates == 0 || l.RefilledGroups != 0):
 			t.Errorf("no refill: %d zero-signal groups in updates, %d refilled", zeroInUpdates, l.RefilledGroups)
+		}
+		// The updates' records count the groups judged between them, the
+		// dropped ones included: what metrics.jsonl's share is made of.
+		// Only groups judged after the last update are left out.
+		share := float64(judged.ZeroSignal) / float64(judged.Groups)
+		if judged.Groups > l.Groups || judged.Groups < l.Groups*9/10 || judged.Refilled > l.RefilledGroups ||
+			math.Abs(share-l.ZeroSignalShare) > 0.05 || refill != (judged.Refilled > 0) {
+			t.Errorf("refill %v: the updates' records judged %+v (share %.3f); the run %d groups, %d zero-signal (%.3f), %d refilled",
+				refill, judged, share, l.Groups, l.ZeroSignalGroups, l.ZeroSignalShare, l.RefilledGroups)
 		}
 	}
 }

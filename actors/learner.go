@@ -22,6 +22,27 @@ type UpdateRecord struct {
 	// Seconds is the wall time of the update.
 	Seconds float64 `json:"update_seconds"`
 	policy.UpdateStats
+	// Judged counts the groups the learner judged since the previous
+	// update. UpdateStats counts only the groups of this update's batch,
+	// and with Config.RefillZeroVariance a group without signal is dropped
+	// before it can reach a batch: its ZeroSignalGroups stays at 0 however
+	// many were dropped.
+	Judged GroupsJudged `json:"judged"`
+}
+
+// GroupsJudged counts GRPO groups as the learner judged them: all of them,
+// those whose rewards were all equal (no signal), and of those the ones
+// dropped and refilled (Config.RefillZeroVariance). LearnerStats counts
+// the same over the run (Groups, ZeroSignalGroups, RefilledGroups).
+type GroupsJudged struct {
+	Groups     int64 `json:"groups"`
+	ZeroSignal int64 `json:"zero_signal"`
+	Refilled   int64 `json:"refilled"`
+}
+
+// since is what g counted beyond prev.
+func (g GroupsJudged) since(prev GroupsJudged) GroupsJudged {
+	return GroupsJudged{Groups: g.Groups - prev.Groups, ZeroSignal: g.ZeroSignal - prev.ZeroSignal, Refilled: g.Refilled - prev.Refilled}
 }
 
 // LearnerStats is the learner's part of a summary.
@@ -116,10 +137,13 @@ type learner struct {
 	b           *batcher
 	maxFailures int
 	onUpdate    func(UpdateRecord)
-	onEpisode   func(*EpisodeResult)
-	log         zerolog.Logger
-	root        *actor.RootContext
-	runners     *sync.WaitGroup
+	// judged is the batcher's count of groups at the last update: an
+	// UpdateRecord counts those judged since.
+	judged    GroupsJudged
+	onEpisode func(*EpisodeResult)
+	log       zerolog.Logger
+	root      *actor.RootContext
+	runners   *sync.WaitGroup
 	// runCtx is the run's context; the updates' context derives from it.
 	runCtx context.Context
 	// Every every updates and at the end a checkpoint goes to saveTo (the
@@ -299,10 +323,12 @@ func (l *learner) finish(ctx actor.Context, m *updateDone) {
 		l.inRow = 0
 		l.st.Updates++
 		l.advance(ctx, m.pol)
+		judged := l.b.judged()
 		if l.onUpdate != nil {
 			l.onUpdate(UpdateRecord{Update: l.st.Updates, Version: l.version, Episodes: l.b.st.results,
-				Seconds: m.elapsed.Seconds(), UpdateStats: m.st})
+				Seconds: m.elapsed.Seconds(), UpdateStats: m.st, Judged: judged.since(l.judged)})
 		}
+		l.judged = judged
 		if l.every > 0 && (l.st.Updates%int64(l.every) == 0 || l.retry) {
 			l.checkpoint(ctx, false)
 		}
@@ -385,6 +411,7 @@ func (l *learner) resume(p Progress) {
 	l.st.Updates = p.Updates
 	l.version, l.sent = p.Version, p.Updates
 	l.b.resume(p.Stats, p.Results)
+	l.judged = l.b.judged()
 	l.eps, l.nextEpisode, l.nextGroup, l.startSeconds = p.Episodes, p.NextEpisode, p.NextGroup, p.Seconds
 	if p.Version > 0 {
 		l.saved = &CheckpointSaved{Version: p.Version, Updates: p.Updates}

@@ -115,3 +115,31 @@ func TestReturn(t *testing.T) {
 		t.Errorf("rewards %v changed by the try cost", r)
 	}
 }
+
+// TestMcNemar checks the exact test's two-sided p against the binomial
+// tails computed exactly (Python's fractions over math.comb).
+func TestMcNemar(t *testing.T) {
+	for _, tt := range []struct {
+		b, c int
+		want float64
+	}{
+		{0, 0, 1},
+		{3, 3, 1},
+		{1, 9, 0.021484375},
+		{9, 1, 0.021484375},
+		{2, 8, 0.109375},
+		{0, 5, 0.0625},
+		{0, 6, 0.03125},
+		{10, 0, 0.001953125},
+		{40, 60, 0.05688793364098079},
+		{100, 150, 0.001883300935076157},
+		{500, 540, 0.22651558839716396},
+	} {
+		if got := McNemar(tt.b, tt.c); math.Abs(got-tt.want) > 1e-9*math.Max(1, tt.want) {
+			t.Errorf("McNemar(%d, %d) = %.12g, want %.12g", tt.b, tt.c, got, tt.want)
+		}
+	}
+	if p := McNemar(-1, 3); !math.IsNaN(p) {
+		t.Errorf("McNemar(-1, 3) = %v, want NaN", p)
+	}
+}

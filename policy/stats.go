@@ -54,3 +54,31 @@ func Mean(xs []float64) float64 {
 	}
 	return s / float64(len(xs))
 }
+
+// McNemar is the two-sided p-value of McNemar's exact test for paired
+// successes: b pairs where the first of two policies succeeded and the
+// second did not, c the other way round (pairs where both or neither
+// succeeded say nothing of which is better). Under the hypothesis that
+// neither is better, b is Binomial(b+c, 1/2); p is twice the smaller
+// tail, at most 1. It is the exact (conditional) test, not the mid-p one:
+// conservative, so p < 0.05 means at least what it says. No discordant
+// pair gives 1. b or c negative is a programmer's error and gives NaN.
+func McNemar(b, c int) float64 {
+	if b < 0 || c < 0 {
+		return math.NaN()
+	}
+	n, k := b+c, min(b, c)
+	if n == 0 || b == c {
+		return 1
+	}
+	// P(X <= k) for X ~ Binomial(n, 1/2), summed in log space so that
+	// large n neither overflows nor underflows a term.
+	lgn, _ := math.Lgamma(float64(n + 1))
+	var tail float64
+	for i := 0; i <= k; i++ {
+		lgi, _ := math.Lgamma(float64(i + 1))
+		lgr, _ := math.Lgamma(float64(n - i + 1))
+		tail += math.Exp(lgn - lgi - lgr - float64(n)*math.Ln2)
+	}
+	return math.Min(1, 2*tail)
+}

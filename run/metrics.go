@@ -31,20 +31,35 @@ type Event struct {
 	TriesPerSecond    float64 `json:"tries_per_second,omitempty"`
 	TrainPassRate     float64 `json:"train_pass_rate,omitempty"`
 	ZeroSignalShare   float64 `json:"zero_signal_share,omitempty"`
+	RefilledShare     float64 `json:"refilled_share,omitempty"`
 	// Eval and baseline lines.
 	Policy   string       `json:"policy,omitempty"`
 	AtUpdate int64        `json:"at_update,omitempty"`
 	Solved   *actors.Rate `json:"solved,omitempty"`
-	// AtTries is the solve rate within 1, 5 and 10 tries: a policy that
-	// learns what to try first gains there before its final rate moves.
+	// AtTries is the solve rate within 1, 3 and 10 tries (1, 5 and 10 in
+	// runs of an older frog): a policy that learns what to try first gains
+	// there before its final rate moves.
 	AtTries []actors.RateAt `json:"solved_at_tries,omitempty"`
-	Elapsed float64         `json:"elapsed_seconds,omitempty"`
+	// MRR is the mean reciprocal rank of the first fix, ByFamily every
+	// measure per operator family of the bug (actors.EvalReport).
+	MRR      *actors.Mean    `json:"mrr,omitempty"`
+	ByFamily []actors.RateOf `json:"by_family,omitempty"`
+	Elapsed  float64         `json:"elapsed_seconds,omitempty"`
 }
 
-// UpdateEvent is the metrics line of one learner update.
+// UpdateEvent is the metrics line of one learner update. Its
+// ZeroSignalShare is the share of the groups judged since the previous
+// update whose rewards were all equal (with refilling, the groups dropped
+// for want of signal), RefilledShare the share dropped and refilled: the
+// groups of the update's batch alone would hide those, which never reach
+// one. A record that counts no judged groups gives its batch's share.
 func UpdateEvent(u actors.UpdateRecord) Event {
 	e := Event{Kind: "update", UpdateRecord: &u}
-	if u.Groups > 0 {
+	switch j := u.Judged; {
+	case j.Groups > 0:
+		e.ZeroSignalShare = float64(j.ZeroSignal) / float64(j.Groups)
+		e.RefilledShare = float64(j.Refilled) / float64(j.Groups)
+	case u.Groups > 0:
 		e.ZeroSignalShare = float64(u.ZeroSignalGroups) / float64(u.Groups)
 	}
 	return e

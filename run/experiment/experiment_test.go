@@ -3,15 +3,19 @@ package experiment
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/run"
 )
@@ -169,5 +173,55 @@ func TestRunRefusesAnUnknownMode(t *testing.T) {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("mode %q: the directory was made (%v)", mode, err)
 		}
+	}
+}
+
+// TestSummarizeRanks: the final held-out point's rates within 1, 3 and 10
+// tries and its MRR are averaged over seeds, overall and per family, and
+// printed; results without them (sim mode, an older frog) add no section.
+func TestSummarizeRanks(t *testing.T) {
+	point := func(w1, w3, w10, mrr float64) HeldoutPoint {
+		at := []actors.RateAt{{Tries: 1, Rate: actors.Rate{Rate: w1}}, {Tries: 3, Rate: actors.Rate{Rate: w3}}, {Tries: 10, Rate: actors.Rate{Rate: w10}}}
+		m := actors.Mean{Mean: mrr}
+		return HeldoutPoint{Solved: w10, AtTries: at, MRR: &m, ByFamily: []actors.RateOf{{Key: "stmt", AtTries: at, MRR: m}}}
+	}
+	res := func(seed uint64, pts ...HeldoutPoint) Result {
+		return Result{Strategy: "frontier", Seed: seed, Budget: 100, Points: pts, CurveX: []int64{0, 100}, CurveY: []float64{0, 0}}
+	}
+	results := []Result{
+		res(1, point(0, 0, 0, 0), point(0.2, 0.4, 0.6, 0.3)),
+		res(2, point(0, 0, 0, 0), point(0.4, 0.6, 0.8, 0.5)),
+		{Strategy: "uniform", Seed: 1, Budget: 100, CurveX: []int64{0, 100}, CurveY: []float64{0, 0}}, // from before the ranks
+	}
+	tab := Summarize(results, Options{Mode: "real", Budget: 100, Heldout: 10, Dir: "d"})
+	front, uni := tab.Rows[0], tab.Rows[1]
+	if uni.Ranks != nil || front.Ranks == nil || len(front.ByFamily) != 1 {
+		t.Fatalf("ranks: frontier %+v (families %+v), uniform %+v", front.Ranks, front.ByFamily, uni.Ranks)
+	}
+	var means []float64
+	for _, w := range front.Ranks.Within {
+		means = append(means, w.Mean)
+	}
+	if diff := cmp.Diff(means, []float64{0.3, 0.5, 0.7}, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("within 1, 3, 10 (-got +want):\n%s", diff)
+	}
+	if m := front.Ranks.MRR; math.Abs(m.Mean-0.4) > 1e-9 || m.Lo > 0.4 || m.Hi < 0.4 || front.ByFamily[0].Family != "stmt" {
+		t.Errorf("MRR %+v, families %+v; want 0.4 inside its interval, stmt", m, front.ByFamily)
+	}
+	var out strings.Builder
+	if err := tab.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`(?m)^strategy +family +seeds +within 1 +within 3 +within 10 +MRR *$`,
+		`(?m)^frontier +all +2 +30\.0% \[20\.0, 40\.0\] +50\.0% \[40\.0, 60\.0\] +70\.0% \[60\.0, 80\.0\] +0\.400 \[0\.300, 0\.500\] *$`,
+		`(?m)^frontier +stmt +2 +30\.0% `,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("no line matches %s in\n%s", re, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "uniform  all") {
+		t.Errorf("a ranks line for results without them:\n%s", out.String())
 	}
 }

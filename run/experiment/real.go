@@ -302,7 +302,7 @@ func (x *Real) evaluate(ctx context.Context, name string, p *neural.Policy) (Hel
 	if err != nil {
 		return HeldoutPoint{}, fmt.Errorf("held-out evaluation: %w", err)
 	}
-	pt := HeldoutPoint{Solved: rep.Solved.Rate, TriesPerEpisode: rep.Cost.TriesPerEpisode}
+	pt := HeldoutPoint{Solved: rep.Solved.Rate, TriesPerEpisode: rep.Cost.TriesPerEpisode, AtTries: rep.AtTries, MRR: &rep.MRR, ByFamily: rep.ByFamily}
 	for _, a := range rep.AtTries {
 		if a.Tries == 1 {
 			pt.SolvedFirstTry = a.Rate.Rate

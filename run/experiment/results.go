@@ -47,13 +47,19 @@ type Result struct {
 }
 
 // HeldoutPoint is one point of a real run's held-out curve: the solve
-// rate, the rate within the first try, and the tries an episode made. The
-// last two move when the policy's ranking does, even where the solve rate
-// stands still.
+// rate, the rate within the first try (and within each of the
+// evaluation's marks, actors.DefaultMarks), the mean reciprocal rank of
+// the first fix, the tries an episode made, and all of these per operator
+// family of the bug. The rates within a few tries and the MRR move when
+// the policy's ranking does, even where the solve rate stands still.
+// Results of a frog before the marks and the MRR have neither.
 type HeldoutPoint struct {
-	Solved          float64 `json:"solved"`
-	SolvedFirstTry  float64 `json:"solved_first_try"`
-	TriesPerEpisode float64 `json:"tries_per_episode"`
+	Solved          float64         `json:"solved"`
+	SolvedFirstTry  float64         `json:"solved_first_try"`
+	TriesPerEpisode float64         `json:"tries_per_episode"`
+	AtTries         []actors.RateAt `json:"solved_at_tries,omitempty"`
+	MRR             *actors.Mean    `json:"mrr,omitempty"`
+	ByFamily        []actors.RateOf `json:"by_family,omitempty"`
 }
 
 // Key names one run of an experiment.

@@ -3,11 +3,13 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"text/tabwriter"
 
+	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/policy"
 )
@@ -37,6 +39,68 @@ type Row struct {
 	VsUniform  *Interval `json:"final_minus_uniform,omitempty"`
 	CurveX     []int64   `json:"curve_executions"`
 	Curve      []Interval
+	// Ranks are the final held-out point's rates within each number of
+	// tries and its MRR (real mode), overall and per operator family of
+	// the bug: absent where the results predate them.
+	Ranks    *Ranks  `json:"final_ranks,omitempty"`
+	ByFamily []Ranks `json:"final_by_family,omitempty"`
+}
+
+// Ranks are a group's held-out solve rates within each of Tries tries and
+// its mean reciprocal rank of the first fix, each a mean over seeds with
+// its 95% bootstrap interval.
+type Ranks struct {
+	Family string     `json:"family,omitempty"`
+	Seeds  int        `json:"seeds"`
+	Tries  []int      `json:"tries"`
+	Within []Interval `json:"within"`
+	MRR    Interval   `json:"mrr"`
+}
+
+// finalRanks are the Ranks of the final held-out points of rs, overall
+// and per family; nil where no result has them.
+func finalRanks(rs []Result, rng *rand.Rand) (*Ranks, []Ranks) {
+	type acc struct {
+		within map[int][]float64
+		mrr    []float64
+	}
+	add := func(a *acc, at []actors.RateAt, mrr float64) {
+		for _, x := range at {
+			a.within[x.Tries] = append(a.within[x.Tries], x.Rate.Rate)
+		}
+		a.mrr = append(a.mrr, mrr)
+	}
+	all := &acc{within: map[int][]float64{}}
+	fams := map[string]*acc{}
+	for _, r := range rs {
+		if len(r.Points) == 0 || r.Points[len(r.Points)-1].MRR == nil {
+			continue
+		}
+		pt := r.Points[len(r.Points)-1]
+		add(all, pt.AtTries, pt.MRR.Mean)
+		for _, f := range pt.ByFamily {
+			if fams[f.Key] == nil {
+				fams[f.Key] = &acc{within: map[int][]float64{}}
+			}
+			add(fams[f.Key], f.AtTries, f.MRR.Mean)
+		}
+	}
+	if len(all.mrr) == 0 {
+		return nil, nil
+	}
+	ranks := func(family string, a *acc) Ranks {
+		k := Ranks{Family: family, Seeds: len(a.mrr), Tries: slices.Sorted(maps.Keys(a.within)), MRR: boot(a.mrr, rng)}
+		for _, t := range k.Tries {
+			k.Within = append(k.Within, boot(a.within[t], rng))
+		}
+		return k
+	}
+	overall := ranks("", all)
+	var by []Ranks
+	for _, f := range slices.Sorted(maps.Keys(fams)) {
+		by = append(by, ranks(f, fams[f]))
+	}
+	return &overall, by
 }
 
 // Table is an experiment's summary: a row per strategy, in the order the
@@ -109,6 +173,9 @@ func Summarize(results []Result, o Options) Table {
 			}
 			row.Curve = append(row.Curve, boot(ys, rng))
 		}
+		// Last, so that the intervals above come out as they did before
+		// these were measured.
+		row.Ranks, row.ByFamily = finalRanks(rs, rng)
 		tab.Rows = append(tab.Rows, row)
 	}
 	return tab
@@ -135,6 +202,56 @@ func (t Table) Print(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := t.printRanks(w); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintf(w, "wrote %s (results.jsonl, table.txt, curriculum.png, curriculum.svg)\n", t.Dir)
 	return err
+}
+
+// printRanks writes the final held-out point's rates within 1, 3 and 10
+// tries and its MRR per strategy, overall and per family (real mode).
+func (t Table) printRanks(w io.Writer) error {
+	var tries []int
+	for _, r := range t.Rows {
+		if r.Ranks != nil && len(r.Ranks.Tries) > len(tries) {
+			tries = r.Ranks.Tries
+		}
+	}
+	if tries == nil {
+		return nil
+	}
+	fmt.Fprintln(w, "final held-out point by tries and by family of the bug (mean over seeds, 95% bootstrap interval; MRR: mean reciprocal rank of the first fix)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "strategy\tfamily\tseeds\t"
+	for _, n := range tries {
+		head += fmt.Sprintf("within %d\t", n)
+	}
+	fmt.Fprintln(tw, head+"MRR\t")
+	pct := func(v Interval) string { return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*v.Mean, 100*v.Lo, 100*v.Hi) }
+	line := func(strategy string, k Ranks) {
+		family := k.Family
+		if family == "" {
+			family = "all"
+		}
+		row := fmt.Sprintf("%s\t%s\t%d\t", strategy, family, k.Seeds)
+		for _, n := range tries {
+			cell := "—"
+			if i := slices.Index(k.Tries, n); i >= 0 {
+				cell = pct(k.Within[i])
+			}
+			row += cell + "\t"
+		}
+		fmt.Fprintln(tw, row+fmt.Sprintf("%.3f [%.3f, %.3f]\t", k.MRR.Mean, k.MRR.Lo, k.MRR.Hi))
+	}
+	for _, r := range t.Rows {
+		if r.Ranks == nil {
+			continue
+		}
+		line(r.Strategy, *r.Ranks)
+		for _, f := range r.ByFamily {
+			line(r.Strategy, f)
+		}
+	}
+	return tw.Flush()
 }

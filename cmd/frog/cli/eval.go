@@ -50,10 +50,19 @@ func newEvalCmd(g *globals) *cobra.Command {
 		Use:   "eval",
 		Short: "Evaluate a repair policy on a task store: solve rate with its 95% interval",
 		Long: `eval plays every task of a store (each --samples times) with one policy, frozen,
-in real sandboxes judged by the tasks' own tests, and reports the solve rate with
-its 95% Wilson interval: overall, per module, per operator family and per number
-of injected bugs (k); the solve rate within 1, 5 and 10 tries; and the test
-executions, tries and sandbox seconds an episode cost.
+in real sandboxes judged by the tasks' own tests, and reports the solve rate
+overall and within 1, 3 and 10 tries, each with its 95% Wilson interval, and
+the mean reciprocal rank of the first fix (MRR: 1/tries of a solved episode, 0
+of an unsolved one) with its 95% percentile bootstrap interval; the same per
+module, per operator family of the bug (whose inverse template is the fix)
+and per number of injected bugs (k); and the test executions, tries and
+sandbox seconds an episode cost.
+
+With several policies (--policy A,B,…), every two are compared on the same
+tasks, episode by episode: how many both solved, A only and B only within 1, 3
+and 10 tries, and the two-sided p of McNemar's exact test on the pairs where
+they differ (with --samples above 1 the pairs of one task are not independent
+and the p is marked approximate).
 
 Policies: random (a random candidate per try), fl-greedy (the most suspicious
 line first), fl-feedback (fl-greedy that keeps partial fixes and demotes lines
@@ -182,8 +191,10 @@ func logRate(log zerolog.Logger, policy string, r actors.Rate) {
 
 // evalReport is what `frog eval` prints.
 type evalReport struct {
-	Policies    []actors.EvalReport `json:"policies"`
-	Ceiling     *actors.EvalReport  `json:"ceiling,omitempty"`
+	Policies []actors.EvalReport `json:"policies"`
+	Ceiling  *actors.EvalReport  `json:"ceiling,omitempty"`
+	// Pairs compares every two policies on the tasks both played.
+	Pairs       []actors.Comparison `json:"pairs,omitempty"`
 	Quarantined []string            `json:"quarantined"`
 	Tasks       *taskenv.Report     `json:"tasks"`
 	Config      evalOptions         `json:"config"`
@@ -255,6 +266,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 			logRate(log, c.Policy, c.Solved)
 		}
 	}
+	rep.Pairs = comparePolicies(rep.Policies)
 	rep.Tasks = tenv.Report()
 	if err := rep.print(g.stdout, o.JSON); err != nil {
 		return err
@@ -263,6 +275,22 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		return ErrInterrupted
 	}
 	return nil
+}
+
+// comparePolicies compares every two of reps, in the order --policy named
+// them, at each of their marks.
+func comparePolicies(reps []actors.EvalReport) []actors.Comparison {
+	var out []actors.Comparison
+	for i := range reps {
+		for j := i + 1; j < len(reps); j++ {
+			marks := make([]int, 0, len(reps[i].AtTries))
+			for _, a := range reps[i].AtTries {
+				marks = append(marks, a.Tries)
+			}
+			out = append(out, actors.Compare(reps[i], reps[j], marks))
+		}
+	}
+	return out
 }
 
 // recordTrajectories returns deps that also write each episode of the
@@ -308,42 +336,107 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	rate := func(x actors.Rate) string {
-		return fmt.Sprintf("%5.1f%%  [%4.1f, %4.1f]  (%d/%d)", 100*x.Rate, 100*x.Lo, 100*x.Hi, x.K, x.N)
-	}
 	reps := append([]actors.EvalReport(nil), r.Policies...)
 	if r.Ceiling != nil {
 		reps = append(reps, *r.Ceiling)
 	}
 	for _, e := range reps {
-		fmt.Fprintf(tw, "%s\tsolved\t%s\n", e.Policy, rate(e.Solved))
-		for _, a := range e.AtTries {
-			if e.Policy != "ceiling" {
-				fmt.Fprintf(tw, "\twithin %d tries\t%s\n", a.Tries, rate(a.Rate))
-			}
-		}
-		for _, grp := range []struct {
-			name string
-			g    []actors.RateOf
-		}{{"module", e.ByModule}, {"family", e.ByFamily}, {"k", e.ByK}} {
-			for _, x := range grp.g {
-				fmt.Fprintf(tw, "\t%s %s\t%s\n", grp.name, x.Key, rate(x.Rate))
-			}
-		}
-		fmt.Fprintf(tw, "\tcost\t%.1f test runs, %.1f tries, %.2f sandbox s per episode; %.0f s in all\n",
-			e.Cost.ExecutionsPerEpisode, e.Cost.TriesPerEpisode, e.Cost.SecondsPerEpisode, e.Cost.WallSeconds)
-		if o := e.Outcomes; o.FailedInfra+o.Cancelled > 0 {
-			fmt.Fprintf(tw, "\tnot scored\t%d failed (infrastructure), %d cancelled\n", o.FailedInfra, o.Cancelled)
-		}
-		if n := e.Outcomes.RewardHackSuspected; n > 0 {
-			fmt.Fprintf(tw, "\treward hack suspected\t%d episodes, rewarded 0 (their trajectories say why)\n", n)
+		if err := printEval(w, e); err != nil {
+			return err
 		}
 	}
+	if err := printPairs(w, r.Pairs); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "quarantined\t%d\t\n", len(r.Quarantined))
 	if t := r.Tasks; t != nil {
 		fmt.Fprintf(tw, "harness\t%d test runs, %d schema builds, %d real tries, outcome cache hits %.1f%%\t\n",
 			t.Harness.Executions, t.Harness.Builds, t.Harness.RealTries, 100*t.Harness.HitRate)
 	}
 	return tw.Flush()
+}
+
+// printEval writes one policy's evaluation: its solve rates overall and
+// within each mark, its MRR, the same per module, family and k, and what
+// its episodes cost.
+func printEval(w io.Writer, e actors.EvalReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rate := func(x actors.Rate) string {
+		return fmt.Sprintf("%5.1f%%  [%4.1f, %4.1f]  (%d/%d)", 100*x.Rate, 100*x.Lo, 100*x.Hi, x.K, x.N)
+	}
+	mrr := func(m actors.Mean) string { return fmt.Sprintf("%.3f [%.3f, %.3f]", m.Mean, m.Lo, m.Hi) }
+	ceiling := e.Policy == "ceiling" // an exhaustive search: its tries are no ranking
+	fmt.Fprintf(tw, "%s\tsolved\t%s\n", e.Policy, rate(e.Solved))
+	if !ceiling {
+		for _, a := range e.AtTries {
+			fmt.Fprintf(tw, "\twithin %s\t%s\n", triesWord(a.Tries), rate(a.Rate))
+		}
+		fmt.Fprintf(tw, "\tMRR of the first fix\t%s  (%d episodes; 95%% percentile bootstrap)\n", mrr(e.MRR), e.MRR.N)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	head := "\tby\tsolved\t"
+	if !ceiling {
+		for _, a := range e.AtTries {
+			head += fmt.Sprintf("within %d\t", a.Tries)
+		}
+		head += "MRR\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, grp := range []struct {
+		name string
+		g    []actors.RateOf
+	}{{"module", e.ByModule}, {"family", e.ByFamily}, {"k", e.ByK}} {
+		for _, x := range grp.g {
+			row := fmt.Sprintf("\t%s %s\t%s\t", grp.name, x.Key, rate(x.Rate))
+			if !ceiling {
+				for _, a := range x.AtTries {
+					row += fmt.Sprintf("%d/%d\t", a.K, a.N)
+				}
+				row += mrr(x.MRR) + "\t"
+			}
+			fmt.Fprintln(tw, row)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(tw, "\tcost\t%.1f test runs, %.1f tries, %.2f sandbox s per episode; %.0f s in all\n",
+		e.Cost.ExecutionsPerEpisode, e.Cost.TriesPerEpisode, e.Cost.SecondsPerEpisode, e.Cost.WallSeconds)
+	if o := e.Outcomes; o.FailedInfra+o.Cancelled > 0 {
+		fmt.Fprintf(tw, "\tnot scored\t%d failed (infrastructure), %d cancelled\n", o.FailedInfra, o.Cancelled)
+	}
+	if n := e.Outcomes.RewardHackSuspected; n > 0 {
+		fmt.Fprintf(tw, "\treward hack suspected\t%d episodes, rewarded 0 (their trajectories say why)\n", n)
+	}
+	return tw.Flush()
+}
+
+// printPairs writes the paired comparisons of the policies evaluated.
+func printPairs(w io.Writer, pairs []actors.Comparison) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "paired (A vs B)\twithin\tpairs\tboth solved\tA only\tB only\tp (McNemar exact, two-sided)\t")
+	for _, c := range pairs {
+		for _, p := range c.AtTries {
+			note := ""
+			if c.Approximate {
+				note = " (pairs of one task are not independent: approximate)"
+			}
+			fmt.Fprintf(tw, "%s vs %s\t%s\t%d\t%d\t%d\t%d\t%.4g%s\t\n", c.A, c.B, triesWord(p.Tries), p.Pairs, p.Both, p.AOnly, p.BOnly, p.P, note)
+		}
+	}
+	return tw.Flush()
+}
+
+// triesWord is "1 try", "3 tries".
+func triesWord(n int) string {
+	if n == 1 {
+		return "1 try"
+	}
+	return fmt.Sprintf("%d tries", n)
 }

@@ -42,7 +42,10 @@ trained on. It prints a table per strategy — the final held-out solve rate, th
 area under the held-out curve, the zero-variance share of GRPO groups, the test
 executions needed to reach --target-solve — with 95% bootstrap intervals over
 seeds, and the paired difference of each strategy from uniform on the same seeds
-and held-out tasks; and draws the held-out curves (curriculum.png, .svg).
+and held-out tasks; and draws the held-out curves (curriculum.png, .svg). In
+real mode it adds the final held-out point's solve rates within 1, 3 and 10
+tries and its mean reciprocal rank of the first fix (MRR), overall and per
+operator family of the bug, as means over seeds with bootstrap intervals.
 
 Results are appended to the experiment directory (--dir: config.json,
 results.jsonl, table.txt, the plot): a run already there is not run again, so

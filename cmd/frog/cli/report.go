@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/frognano/frog/actors"
@@ -34,13 +35,18 @@ func newReportCmd(g *globals) *cobra.Command {
 		Long: `report reads RUN/metrics.jsonl (written by frog train) and draws RUN/report.png
 and RUN/report.svg: the training pass rate, the held-out solve rate with its 95%
 interval as a band and the baselines' held-out rates as lines, the share of GRPO
-groups whose rewards were all equal (no signal), and the throughput (episodes
-and tries per second). It prints a short summary: the first and last held-out
-rates (and within one try) against the baselines; and, for the built-in policy,
-the features its network weighs most: for each, how far the network's choices
-move when the feature is zeroed (over the last 300 decisions its trajectories
-recorded) and its linear weight at the start and now, so that you can see
-whether it rediscovered fault localisation and what it added.`,
+groups whose rewards were all equal (no signal; with --refill-zero-variance
+these are dropped and refilled before they reach a batch, and the panel shows
+them all) among the groups judged between two updates, and the throughput
+(episodes and tries per second). It prints a summary: the first and last
+held-out evaluations against the baselines — solved, within 1, 3 and 10 tries
+(95% Wilson intervals) and the mean reciprocal rank of the first fix (MRR,
+95% percentile bootstrap interval) — and the last evaluation per operator
+family of the bug (whose inverse template is the fix); and, for the built-in
+policy, the features its network weighs most: for each, how far the network's
+choices move when the feature is zeroed (over the last 300 decisions its
+trajectories recorded) and its linear weight at the start and now, so that you
+can see whether it rediscovered fault localisation and what it added.`,
 		Example: `  frog report runs/train-20261201-120000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -66,10 +72,14 @@ whether it rediscovered fault localisation and what it added.`,
 
 // runSeries is what report reads from metrics.jsonl.
 type runSeries struct {
-	Run       string               `json:"run"`
-	Updates   int                  `json:"updates"`
-	Train     plotter.XYs          `json:"-"`
-	ZeroShare plotter.XYs          `json:"-"`
+	Run       string      `json:"run"`
+	Updates   int         `json:"updates"`
+	Train     plotter.XYs `json:"-"`
+	ZeroShare plotter.XYs `json:"-"`
+	Refilled  plotter.XYs `json:"-"`
+	// Judged sums the groups the learner judged over the updates (runs of
+	// a frog before it counted them have none).
+	Judged    actors.GroupsJudged  `json:"groups_judged"`
 	EpsPerSec plotter.XYs          `json:"-"`
 	TriesSec  plotter.XYs          `json:"-"`
 	Heldout   []run.Event          `json:"heldout"`
@@ -127,6 +137,13 @@ func readRun(dir string) (*runSeries, error) {
 		s.Updates = max(s.Updates, int(u))
 		s.Train = append(s.Train, plotter.XY{X: x, Y: e.TrainPassRate})
 		s.ZeroShare = append(s.ZeroShare, plotter.XY{X: x, Y: e.ZeroSignalShare})
+		if j := e.Judged; j.Groups > 0 {
+			s.Judged = actors.GroupsJudged{Groups: s.Judged.Groups + j.Groups, ZeroSignal: s.Judged.ZeroSignal + j.ZeroSignal,
+				Refilled: s.Judged.Refilled + j.Refilled}
+		}
+		if e.RefilledShare > 0 {
+			s.Refilled = append(s.Refilled, plotter.XY{X: x, Y: e.RefilledShare})
+		}
 		s.EpsPerSec = append(s.EpsPerSec, plotter.XY{X: x, Y: e.EpisodesPerSecond})
 		s.TriesSec = append(s.TriesSec, plotter.XY{X: x, Y: e.TriesPerSecond})
 	}
@@ -150,7 +167,7 @@ func (s *runSeries) plots() ([][]*plot.Plot, error) {
 	train.Y.Min, train.Y.Max = 0, 1
 	held := mk("held-out solve rate (greedy)", "solved, 95% interval")
 	held.Y.Min, held.Y.Max = 0, 1
-	zero := mk("zero-signal groups", "share of groups")
+	zero := mk("groups without signal (all rewards equal)", "share of the groups since the last update")
 	zero.Y.Min, zero.Y.Max = 0, 1
 	tput := mk("throughput", "per second")
 	var errs []error
@@ -183,7 +200,12 @@ func (s *runSeries) plots() ([][]*plot.Plot, error) {
 			errs = append(errs, chart.Line(held, plotter.XYs{{X: x0, Y: r}, {X: x1, Y: r}}, chart.Palette[(i+1)%len(chart.Palette)], true, n))
 		}
 	}
-	errs = append(errs, chart.Line(zero, s.ZeroShare, chart.Palette[1], false, ""))
+	if len(s.Refilled) > 0 {
+		errs = append(errs, chart.Line(zero, s.ZeroShare, chart.Palette[1], false, "no signal"),
+			chart.Line(zero, s.Refilled, chart.Palette[4], true, "dropped and refilled"))
+	} else {
+		errs = append(errs, chart.Line(zero, s.ZeroShare, chart.Palette[1], false, ""))
+	}
 	errs = append(errs, chart.Line(tput, s.EpsPerSec, chart.Palette[2], false, "episodes/s"), chart.Line(tput, s.TriesSec, chart.Palette[3], false, "tries/s"))
 	for _, err := range errs {
 		if err != nil {
@@ -236,31 +258,76 @@ func (s *runSeries) print(w io.Writer) error {
 	if n := len(s.Train); n > 0 {
 		fmt.Fprintf(tw, "training pass rate\t%.1f%% at update %.0f\t%.1f%% at update %.0f\t\n", 100*s.Train[0].Y, s.Train[0].X, 100*s.Train[n-1].Y, s.Train[n-1].X)
 	}
+	if j := s.Judged; j.Groups > 0 {
+		fmt.Fprintf(tw, "groups without signal\t%.1f%% of %d judged\t%.1f%% dropped and refilled\t\n",
+			100*float64(j.ZeroSignal)/float64(j.Groups), j.Groups, 100*float64(j.Refilled)/float64(j.Groups))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The held-out evaluations, first and last, and the baselines: one
+	// column each.
+	var cols []run.Event
+	var heads []string
 	if n := len(s.Heldout); n > 0 {
-		a, b := s.Heldout[0], s.Heldout[n-1]
-		fmt.Fprintf(tw, "held-out solve rate\t%.1f%% [%.1f, %.1f] at update %d\t%.1f%% [%.1f, %.1f] at update %d\t\n",
-			100*a.Solved.Rate, 100*a.Solved.Lo, 100*a.Solved.Hi, a.AtUpdate, 100*b.Solved.Rate, 100*b.Solved.Lo, 100*b.Solved.Hi, b.AtUpdate)
-		if fa, ok := solvedWithin(a, 1); ok {
-			if fb, ok := solvedWithin(b, 1); ok {
-				fmt.Fprintf(tw, "held-out at the first try\t%d/%d at update %d\t%d/%d at update %d\t\n", fa.K, fa.N, a.AtUpdate, fb.K, fb.N, b.AtUpdate)
+		cols, heads = append(cols, s.Heldout[0]), append(heads, fmt.Sprintf("held-out, update %d", s.Heldout[0].AtUpdate))
+		if n > 1 {
+			cols, heads = append(cols, s.Heldout[n-1]), append(heads, fmt.Sprintf("update %d", s.Heldout[n-1].AtUpdate))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(s.Baselines)) {
+		cols, heads = append(cols, s.Baselines[n]), append(heads, "baseline "+n)
+	}
+	if len(cols) > 0 {
+		fmt.Fprintf(tw, "\t%s\t\n", strings.Join(heads, "\t"))
+		row := func(name string, cell func(run.Event) string) {
+			fmt.Fprintf(tw, "%s", name)
+			for _, e := range cols {
+				fmt.Fprintf(tw, "\t%s", cell(e))
 			}
+			fmt.Fprintf(tw, "\t\n")
+		}
+		rate := func(r actors.Rate) string {
+			return fmt.Sprintf("%.1f%% [%.1f, %.1f] (%d/%d)", 100*r.Rate, 100*r.Lo, 100*r.Hi, r.K, r.N)
+		}
+		row("solved", func(e run.Event) string { return rate(*e.Solved) })
+		for _, m := range actors.DefaultMarks {
+			row("within "+triesWord(m), func(e run.Event) string {
+				if r, ok := solvedWithin(e, m); ok {
+					return rate(r)
+				}
+				return "—"
+			})
+		}
+		row("MRR of the first fix", func(e run.Event) string {
+			if e.MRR == nil {
+				return "—" // a run of a frog before the MRR
+			}
+			return fmt.Sprintf("%.3f [%.3f, %.3f]", e.MRR.Mean, e.MRR.Lo, e.MRR.Hi)
+		})
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 	}
-	names := make([]string, 0, len(s.Baselines))
-	for n := range s.Baselines {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		r := s.Baselines[n].Solved
-		first := ""
-		if f, ok := solvedWithin(s.Baselines[n], 1); ok {
-			first = fmt.Sprintf(", %d at the first try", f.K)
+	if n := len(s.Heldout); n > 0 && len(s.Heldout[n-1].ByFamily) > 0 {
+		last := s.Heldout[n-1]
+		fmt.Fprintf(tw, "by family, update %d\tsolved\twithin 1\twithin 3\twithin 10\tMRR\t\n", last.AtUpdate)
+		for _, f := range last.ByFamily {
+			fmt.Fprintf(tw, "  %s\t%d/%d\t", f.Key, f.K, f.N)
+			for _, m := range actors.DefaultMarks {
+				cell := "—"
+				for _, a := range f.AtTries {
+					if a.Tries == m {
+						cell = fmt.Sprintf("%d/%d", a.K, a.N)
+					}
+				}
+				fmt.Fprintf(tw, "%s\t", cell)
+			}
+			fmt.Fprintf(tw, "%.3f [%.3f, %.3f]\t\n", f.MRR.Mean, f.MRR.Lo, f.MRR.Hi)
 		}
-		fmt.Fprintf(tw, "baseline %s\t%.1f%% [%.1f, %.1f]\t(%d/%d%s)\t\n", n, 100*r.Rate, 100*r.Lo, 100*r.Hi, r.K, r.N, first)
 	}
 	for _, f := range s.Files {
-		fmt.Fprintf(tw, "wrote\t%s\t\t\n", f)
+		fmt.Fprintf(tw, "wrote\t%s\t\n", f)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -269,7 +336,8 @@ func (s *runSeries) print(w io.Writer) error {
 }
 
 // solvedWithin is an evaluation's solve rate within tries tries, when its
-// line has one (runs made before solved_at_tries have none).
+// line has one (runs made before solved_at_tries have none, and runs
+// before 1, 3 and 10 had 5 in place of 3).
 func solvedWithin(e run.Event, tries int) (actors.Rate, bool) {
 	for _, a := range e.AtTries {
 		if a.Tries == tries {

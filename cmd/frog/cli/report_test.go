@@ -2,12 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/run"
 )
 
 // TestReportDrawsEachUpdateOnce: metrics of a run resumed by an older
@@ -35,5 +42,62 @@ func TestReportDrawsEachUpdateOnce(t *testing.T) {
 	}
 	if len(s.Heldout) != 1 || s.Heldout[0].Solved.Rate != 0.2 {
 		t.Errorf("held-out evaluations %+v; want the later one at update 4", s.Heldout)
+	}
+}
+
+// TestReportShowsDroppedGroupsAndRanks: the signal panel draws the share
+// of the groups judged between updates that had no signal (dropped and
+// refilled ones included, where the batch's own share is 0), and the
+// summary prints within 1, 3 and 10 tries, the MRR and the last
+// evaluation per family, for the trained policy and the baselines.
+func TestReportShowsDroppedGroupsAndRanks(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	for u := int64(1); u <= 2; u++ {
+		e := run.UpdateEvent(actors.UpdateRecord{Update: u, UpdateStats: policy.UpdateStats{Groups: 4},
+			Judged: actors.GroupsJudged{Groups: 6, ZeroSignal: 2, Refilled: 2}})
+		line, _ := json.Marshal(e)
+		b.Write(append(line, '\n'))
+	}
+	ev := func(kind, name string, update int64, ranks ...int) {
+		r := evalOf(name, ranks...)
+		line, _ := json.Marshal(run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &r.Solved, AtTries: r.AtTries, MRR: &r.MRR, ByFamily: r.ByFamily})
+		b.Write(append(line, '\n'))
+	}
+	ev("eval", "neural", 0, 0, 0, 3, 1)
+	ev("eval", "neural", 2, 1, 1, 2, 0)
+	ev("baseline", "fl-greedy", 0, 4, 0, 0, 1)
+	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), b.Bytes(), 0o644)
+	s, err := readRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s.ZeroShare, plotter.XYs{{X: 1, Y: 1.0 / 3}, {X: 2, Y: 1.0 / 3}}); diff != "" {
+		t.Errorf("zero-signal panel (-got +want):\n%s", diff)
+	}
+	if len(s.Refilled) != 2 || s.Judged != (actors.GroupsJudged{Groups: 12, ZeroSignal: 4, Refilled: 4}) {
+		t.Errorf("refilled %v, judged %+v; want 2 points, 12 groups of which 4 dropped", s.Refilled, s.Judged)
+	}
+	if _, err := s.plots(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := s.print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`(?m)^groups without signal +33\.3% of 12 judged +33\.3% dropped and refilled`,
+		`(?m)^ +held-out, update 0 +update 2 +baseline fl-greedy *$`,
+		`(?m)^solved +50\.0% \[[0-9.]+, [0-9.]+\] \(2/4\) +75\.0% .*\(3/4\) +50\.0% .*\(2/4\) *$`,
+		`(?m)^within 1 try +25\.0% .*\(1/4\) +50\.0% .*\(2/4\) +25\.0% .*\(1/4\) *$`,
+		`(?m)^within 3 tries +50\.0% .*\(2/4\) +75\.0% .*\(3/4\) +25\.0% .*\(1/4\) *$`,
+		`(?m)^within 10 tries +50\.0% `,
+		`(?m)^MRR of the first fix +0\.333 \[[0-9.]+, [0-9.]+\] +0\.625 \[[0-9.]+, [0-9.]+\] +0\.312 `,
+		`(?m)^by family, update 2 +solved +within 1 +within 3 +within 10 +MRR`,
+		`(?m)^ +stmt +3/4 +2/4 +3/4 +3/4 +0\.625 `,
+	} {
+		if !regexp.MustCompile(re).Match(out.Bytes()) {
+			t.Errorf("no line matches %s in\n%s", re, out.String())
+		}
 	}
 }

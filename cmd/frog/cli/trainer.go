@@ -138,7 +138,8 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 		t.log.Error().Err(err).Str("policy", name).Msg("held-out evaluation failed")
 		return
 	}
-	e := run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, Elapsed: time.Since(t0).Seconds()}
+	e := run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, MRR: &rep.MRR,
+		ByFamily: rep.ByFamily, Elapsed: time.Since(t0).Seconds()}
 	if err := t.dir.WriteEvent(e); err != nil {
 		t.log.Error().Err(err).Msg("write metrics.jsonl")
 	}

@@ -35,12 +35,13 @@ func newReportCmd(g *globals) *cobra.Command {
 and RUN/report.svg: the training pass rate, the held-out solve rate with its 95%
 interval as a band and the baselines' held-out rates as lines, the share of GRPO
 groups whose rewards were all equal (no signal), and the throughput (episodes
-and tries per second). It prints a short summary: the first and last held-out
-rates (and within one try) against the baselines; and, for the built-in policy,
-the features its network weighs most: for each, how far the network's choices
-move when the feature is zeroed (over the last 300 decisions its trajectories
-recorded) and its linear weight at the start and now, so that you can see
-whether it rediscovered fault localisation and what it added.`,
+and tries per second). It prints a short summary: where the network started
+(--start), the first and last held-out rates (and within one try) against the
+baselines (with --baselines prior, the hand prior's level); and, for the
+built-in policy, the features its network weighs most: for each, how far the
+network's choices move when the feature is zeroed (over the last 300 decisions
+its trajectories recorded) and its linear weight at the start and now, so that
+you can see whether it rediscovered fault localisation and what it added.`,
 		Example: `  frog report runs/train-20261201-120000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -54,6 +55,7 @@ whether it rediscovered fault localisation and what it added.`,
 			}
 			s.Files = files
 			s.explain(args[0])
+			s.readStart(args[0])
 			if asJSON {
 				return json.NewEncoder(g.stdout).Encode(s)
 			}
@@ -78,6 +80,8 @@ type runSeries struct {
 	// Weights is what the network of the last checkpoint makes of its
 	// features (absent for runs without one: an LLM run).
 	Weights *run.Explanation `json:"weights,omitempty"`
+	// Start is where the run's network started (--start; readStart).
+	Start string `json:"start,omitempty"`
 }
 
 func readRun(dir string) (*runSeries, error) {
@@ -233,6 +237,9 @@ func (s *runSeries) draw(dir string) ([]string, error) {
 func (s *runSeries) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\t%d updates\t\n", s.Run, s.Updates)
+	if s.Start != "" {
+		fmt.Fprintf(tw, "start\t%s\t\t\n", s.Start)
+	}
 	if n := len(s.Train); n > 0 {
 		fmt.Fprintf(tw, "training pass rate\t%.1f%% at update %.0f\t%.1f%% at update %.0f\t\n", 100*s.Train[0].Y, s.Train[0].X, 100*s.Train[n-1].Y, s.Train[n-1].X)
 	}

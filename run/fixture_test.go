@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/policy/neural"
 )
 
 // TestLoadsACheckpointOfAnEarlierFrog loads the checkpoint a `frog train`
@@ -37,6 +38,11 @@ func TestLoadsACheckpointOfAnEarlierFrog(t *testing.T) {
 	}
 	if len(ck.Learner) == 0 || len(ck.Curriculum) == 0 {
 		t.Errorf("learner %d bytes, curriculum %d bytes; want both", len(ck.Learner), len(ck.Curriculum))
+	}
+
+	// Its learner's config holds prior: true, frog train's default then.
+	if start, err := ck.Start(); err != nil || start != neural.StartPrior {
+		t.Errorf("start %q (%v); want %q", start, err, neural.StartPrior)
 	}
 
 	pol, err := ck.Policy()

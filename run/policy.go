@@ -20,3 +20,14 @@ func (l Loaded) Policy() (*neural.Policy, error) {
 	p := *lr.Current()
 	return &p, nil
 }
+
+// Start is where the checkpoint's network started, neural.StartPrior or
+// neural.StartScratch, as its learner's config records it (every learner
+// checkpoint frog wrote holds the config's prior, under its checksum).
+func (l Loaded) Start() (string, error) {
+	cfg, err := neural.CheckpointConfig(l.Learner)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", l.File, err)
+	}
+	return cfg.Start(), nil
+}

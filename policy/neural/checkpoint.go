@@ -81,6 +81,24 @@ func (l *Learner) Restore(data []byte) error {
 	return nil
 }
 
+// CheckpointConfig is the config a learner checkpoint records — the
+// network's shape and start (Config.Start) among it — read without making
+// a learner. A checkpoint of another format, or one whose checksum does not
+// match, is refused as Restore refuses it.
+func CheckpointConfig(data []byte) (Config, error) {
+	var c checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Config{}, fmt.Errorf("neural: checkpoint does not parse (corrupted?): %w", err)
+	}
+	if c.Format != checkpointFormat {
+		return Config{}, fmt.Errorf("neural: checkpoint format %q: want %q", c.Format, checkpointFormat)
+	}
+	if c.Sum != c.checksum() {
+		return Config{}, errors.New("neural: checkpoint checksum does not match: the file is corrupted")
+	}
+	return c.Config, nil
+}
+
 func (c checkpoint) checksum() string {
 	c.Sum = ""
 	data, _ := json.Marshal(c)

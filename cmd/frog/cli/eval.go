@@ -86,7 +86,7 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Policy, "policy", "fl-feedback", "policy, or several separated by commas (evaluated in turn on the same tasks, one harness and outcome cache): "+strings.Join(baseline.Names[:3], ", ")+
-		"; prior (the untrained network frog train starts from at this --seed); a run directory of frog train (its last checkpoint) or a checkpoint file, greedy")
+		"; prior (the untrained network frog train --start prior starts from at this --seed: the hand prior); a run directory of frog train (its last checkpoint) or a checkpoint file, greedy")
 	f.StringVar(&o.Tasks, "tasks", "", "task store (.jsonl) written by frog synth (required)")
 	f.IntVar(&o.Tries, "tries", 10, "most candidates an episode may try")
 	f.IntVar(&o.Samples, "samples", 1, "episodes per task")
@@ -140,8 +140,9 @@ func evalPolicy(name string, seed uint64) (policy.Policy, error) {
 		return nil, errors.New(`"ceiling" is measured with --ceiling, not evaluated as a policy`)
 	}
 	if name == "prior" {
-		// The network frog train starts from, untrained: what a run's
-		// learning adds is the trained policy's rate against this one.
+		// The network frog train --start prior starts from, untrained:
+		// what a run's learning adds is the trained policy's rate against
+		// this one, and what a run from scratch must reach.
 		cfg := neural.DefaultConfig()
 		cfg.Seed = seed
 		l, err := neural.NewLearner(cuda.NewCPU(), cfg)

@@ -38,8 +38,9 @@ interval as a band and the baselines' held-out rates as lines, the share of GRPO
 groups whose rewards were all equal (no signal; with --refill-zero-variance
 these are dropped and refilled before they reach a batch, and the panel shows
 them all) among the groups judged between two updates, and the throughput
-(episodes and tries per second). It prints a summary: the first and last
-held-out evaluations against the baselines — solved, within 1, 3 and 10 tries
+(episodes and tries per second). It prints a summary: where the network
+started (--start), the first and last held-out evaluations against the
+baselines (with --baselines prior, the hand prior's level) — solved, within 1, 3 and 10 tries
 (95% Wilson intervals) and the mean reciprocal rank of the first fix (MRR,
 95% percentile bootstrap interval) — and the last evaluation per operator
 family of the bug (whose inverse template is the fix); and, for the built-in
@@ -60,6 +61,7 @@ can see whether it rediscovered fault localisation and what it added.`,
 			}
 			s.Files = files
 			s.explain(args[0])
+			s.readStart(args[0])
 			if asJSON {
 				return json.NewEncoder(g.stdout).Encode(s)
 			}
@@ -88,6 +90,8 @@ type runSeries struct {
 	// Weights is what the network of the last checkpoint makes of its
 	// features (absent for runs without one: an LLM run).
 	Weights *run.Explanation `json:"weights,omitempty"`
+	// Start is where the run's network started (--start; readStart).
+	Start string `json:"start,omitempty"`
 }
 
 func readRun(dir string) (*runSeries, error) {
@@ -255,6 +259,9 @@ func (s *runSeries) draw(dir string) ([]string, error) {
 func (s *runSeries) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\t%d updates\t\n", s.Run, s.Updates)
+	if s.Start != "" {
+		fmt.Fprintf(tw, "start\t%s\t\t\n", s.Start)
+	}
 	if n := len(s.Train); n > 0 {
 		fmt.Fprintf(tw, "training pass rate\t%.1f%% at update %.0f\t%.1f%% at update %.0f\t\n", 100*s.Train[0].Y, s.Train[0].X, 100*s.Train[n-1].Y, s.Train[n-1].X)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cuda"
@@ -31,8 +32,12 @@ import (
 
 // trainOptions are the flags of `frog train`; config.json records them.
 type trainOptions struct {
-	Run      actors.Config  `json:"actors"`
-	Learner  neural.Config  `json:"learner"`
+	Run     actors.Config `json:"actors"`
+	Learner neural.Config `json:"learner"`
+	// Start is where the network starts (--start): neural.StartPrior or
+	// neural.StartScratch. The config of a run made before --start has
+	// none; its learner's prior says it (neural.Config.Start).
+	Start    string         `json:"start,omitempty"`
 	Sandbox  sandboxOptions `json:"sandbox"`
 	TaskOpts taskOptions    `json:"task_options"`
 	Device   string         `json:"device"`
@@ -60,9 +65,11 @@ type trainOptions struct {
 	LLM         llmOptions `json:"llm"`
 	ExportQueue int        `json:"export_queue,omitempty"`
 
-	Name   string `json:"name,omitempty"`
-	stop   bool
-	keep   bool
+	Name string `json:"name,omitempty"`
+	stop bool
+	keep bool
+	// prior is the deprecated --prior: --start prior (true) or scratch.
+	prior  bool
 	RunDir string `json:"-"`
 	Resume string `json:"-"`
 	// RecordBatches is where each update's batch is written
@@ -77,6 +84,12 @@ type trainOptions struct {
 const defaultTryCost = 0.1
 
 func newTrainCmd(g *globals) *cobra.Command {
+	c, _ := trainCmd(g)
+	return c
+}
+
+// trainCmd is `frog train` and the options its flags set.
+func trainCmd(g *globals) (*cobra.Command, *trainOptions) {
 	o := &trainOptions{Run: actors.DefaultConfig(), Learner: neural.DefaultConfig()}
 	o.Run.Episodes, o.Run.GroupSize, o.Run.GroupsPerUpdate, o.Run.MaxTries = 1600, 8, 4, 5
 	o.Run.TryCost = defaultTryCost
@@ -99,10 +112,15 @@ learnable bins.
 The policy: the protocol of the baselines (run the tests, measure coverage, rank
 lines by spectrum fault localisation, list template repairs at the 60 most
 suspicious lines, try them until the tests pass or the tries run out), with the
-choice of what to try next made by a small network (an MLP and a linear part
-started at the fault-localisation prior) over each option's features. It learns
-from test outcomes alone. --keep also applies partial fixes and lists again;
---stop offers the network the choice to stop.
+choice of what to try next made by a small network (an MLP and a linear part)
+over each option's features. It learns from test outcomes alone. --start says
+where the network starts: prior (the default) puts the linear part at the
+fault-localisation prior, the hand-set ranking that learning refines; scratch
+puts it at zero, a nearly uniform ranker that learning must take past the
+hand-written baselines (--baselines prior draws the prior's level). Each start
+has its own defaults of --lr, --wide-lr and --kl; a flag given overrides them.
+--keep also applies partial fixes and lists again; --stop offers the network the
+choice to stop.
 
 Every --eval-every updates the current policy, greedy, is evaluated on a fixed
 held-out task set (--heldout, modules never trained on); the baselines are
@@ -116,6 +134,7 @@ the run's counting: --episodes and --duration are the whole run's);
 		Example: `  frog train
   frog train --episodes 4000 --heldout tasks/heldout.jsonl --eval-every 10
   frog train --tasks runs/tasks.jsonl --sandbox process --device cpu
+  frog train --start scratch --baselines fl-greedy,prior
   frog train --resume runs/train-20261201-120000`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runTrain(c.Context(), g, o) },
@@ -133,11 +152,11 @@ the run's counting: --episodes and --duration are the whole run's);
 	f.IntVar(&o.Run.CheckpointEvery, "checkpoint-every", 10, "save a checkpoint every this many updates (and at the end)")
 	f.IntVar(&o.Run.MaxUpdateFailures, "max-update-failures", o.Run.MaxUpdateFailures, "end the run after this many failed updates in a row (0: never)")
 	f.StringVar(&o.Device, "device", "auto", "tensor backend of the learner: auto (a GPU when one opens, else the CPU), cpu or cuda")
-	f.Float64Var(&o.Learner.LR, "lr", o.Learner.LR, "Adam learning rate")
-	f.Float64Var(&o.Learner.WideLR, "wide-lr", o.Learner.WideLR, "Adam learning rate of the network's wide (linear) part, the part that carries across modules (0: --lr)")
+	f.Float64Var(&o.Learner.LR, "lr", o.Learner.LR, "Adam learning rate (the same default from both starts)")
+	f.Float64Var(&o.Learner.WideLR, "wide-lr", o.Learner.WideLR, "Adam learning rate of the network's wide (linear) part, the part that carries across modules (0: --lr; the same default from both starts)")
 	f.Float64Var(&o.Learner.Clip, "clip", o.Learner.Clip, "GRPO ratio clip ε")
 	f.Float64Var(&o.Learner.Entropy, "entropy", o.Learner.Entropy, "entropy bonus weight")
-	f.Float64Var(&o.Learner.KL, "kl", o.Learner.KL, "weight of the KL penalty to the reference policy, the network the run starts from (GRPO's β; it keeps a short run from trading the prior, which carries across modules, for what only its training tasks reward); 0: none")
+	f.Float64Var(&o.Learner.KL, "kl", 0, "weight of the KL penalty to the reference policy, the network the run starts from (GRPO's β; it keeps a short run from trading the prior, which carries across modules, for what only its training tasks reward); 0: none (default: the start's, 0.1 from the prior, 0 from scratch, where the penalty would only hold the policy at random)")
 	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
 	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
 	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
@@ -147,7 +166,12 @@ the run's counting: --episodes and --duration are the whole run's);
 	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
 	f.BoolVar(&o.stop, "stop", false, "offer the policy the option to stop before its tries run out (a try costs nothing in the reward, so stopping early never raises the solve rate)")
 	f.BoolVar(&o.keep, "keep", false, "apply a try that fixes some failing tests and breaks none, then list candidates again (the way to 2- and 3-bug tasks; off by default: measured, it solved none of them and cost single-bug tasks, docs/training.md)")
-	f.BoolVar(&o.Learner.Prior, "prior", true, "start the network's linear part at the fault-localisation prior (false: a uniform policy)")
+	f.StringVar(&o.Start, "start", neural.StartPrior, "where the network starts: prior (its linear part at the fault-localisation prior) or scratch (at zero: a nearly uniform ranker); sets the defaults of --lr, --wide-lr and --kl")
+	f.BoolVar(&o.prior, "prior", true, "deprecated: --start prior (true) or --start scratch (false)")
+	// Hidden, and deprecated by a warning of validate's own on stderr:
+	// cobra's MarkDeprecated prints its warning on the command's output,
+	// which is stdout here, where --json promises one JSON object.
+	_ = f.MarkHidden("prior")
 	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
 	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws, the weights' start and the task draws")
@@ -157,7 +181,7 @@ the run's counting: --episodes and --duration are the whole run's);
 	f.StringVar(&o.Heldout, "heldout", "tasks/heldout.jsonl", "held-out task store the policy is evaluated on (\"\": none)")
 	f.IntVar(&o.HeldoutN, "heldout-n", 40, "held-out tasks to evaluate on (a fixed seeded sample; 0: all)")
 	f.IntVar(&o.EvalEvery, "eval-every", 10, "evaluate on the held-out tasks every this many updates (0: only at the start and end)")
-	f.StringSliceVar(&o.Baselines, "baselines", []string{"fl-feedback", "random"}, "baselines evaluated on the held-out tasks at the start: random, fl-greedy, fl-feedback, or an earlier run (its directory or checkpoint)")
+	f.StringSliceVar(&o.Baselines, "baselines", []string{"fl-feedback", "random"}, "baselines evaluated on the held-out tasks at the start: random, fl-greedy, fl-feedback, prior (the untrained network of --start prior: the hand prior's level), or an earlier run (its directory or checkpoint)")
 	f.Float64Var(&o.TargetPassRate, "target-pass-rate", 0.5, "training pass rate the target curriculum aims at")
 	f.Float64Var(&o.StartDiff, "difficulty", 4, "difficulty the curriculum starts at")
 	f.StringVar(&o.Curriculum, "curriculum", "frontier", curriculumHelp()+"; target keeps the training pass rate at --target-pass-rate")
@@ -172,8 +196,13 @@ the run's counting: --episodes and --duration are the whole run's);
 	f.StringVar(&o.Policy, "policy", "neural", "neural (frog's repair policy, trained here) or openai (a language model behind OpenAI-compatible servers, trained elsewhere: the groups are exported to trajectories/ for its trainer; docs/llm.md)")
 	o.LLM.flags(f)
 	f.IntVar(&o.ExportQueue, "export-queue", 4, "with --policy openai: batches of groups buffered for the export before updates wait (and admission pauses)")
-	c.PreRunE = func(c *cobra.Command, _ []string) error { return o.validate(c) }
-	return c
+	c.PreRunE = func(c *cobra.Command, _ []string) error {
+		if c.Flags().Changed("prior") {
+			fmt.Fprintln(g.stderr, "frog train: --prior is deprecated: use --start prior or --start scratch")
+		}
+		return o.validate(c)
+	}
+	return c, o
 }
 
 // curriculumSpec is the curriculum the flags name.
@@ -191,6 +220,10 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 		}
 	}
 	if o.Policy == "openai" {
+		if c.Flags().Changed("start") || c.Flags().Changed("prior") {
+			return usagef("--start: where the neural policy's network starts; --policy openai trains a language model elsewhere")
+		}
+		o.Start = ""
 		if !c.Flags().Changed("refill-zero-variance") {
 			// The external trainer gets every completed group and decides
 			// what to learn from.
@@ -206,6 +239,9 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	}
 	if o.Resume != "" {
 		return o.loadResume(c)
+	}
+	if err := o.applyStart(c.Flags()); err != nil {
+		return err
 	}
 	// Checked before --max-steps is made from --tries, which a huge value
 	// would overflow.
@@ -273,8 +309,52 @@ func (o *trainOptions) validate(c *cobra.Command) error {
 	return nil
 }
 
+// applyStart sets the network's start from --start (or the deprecated
+// --prior), with the start's defaults of --lr, --wide-lr and --kl where
+// those flags are not given.
+func (o *trainOptions) applyStart(fs *pflag.FlagSet) error {
+	start, err := o.startFlag(fs)
+	if err != nil {
+		return err
+	}
+	def, err := neural.StartConfig(start)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("--start: %w", err)}
+	}
+	o.Start, o.Learner.Prior = start, def.Prior
+	if !fs.Changed("lr") {
+		o.Learner.LR = def.LR
+	}
+	if !fs.Changed("wide-lr") {
+		o.Learner.WideLR = def.WideLR
+	}
+	if !fs.Changed("kl") {
+		o.Learner.KL = def.KL
+	}
+	return nil
+}
+
+// startFlag is the start the flags name: --start, or the deprecated
+// --prior (true: prior, false: scratch). Both given must name the same.
+func (o *trainOptions) startFlag(fs *pflag.FlagSet) (string, error) {
+	if _, err := neural.StartConfig(o.Start); err != nil {
+		return "", &UsageError{Err: fmt.Errorf("--start: %w", err)}
+	}
+	if !fs.Changed("prior") {
+		return o.Start, nil
+	}
+	old := neural.StartScratch
+	if o.prior {
+		old = neural.StartPrior
+	}
+	if fs.Changed("start") && o.Start != old {
+		return "", usagef("--start %s and --prior=%t name different starts (--prior is deprecated: give --start alone)", o.Start, o.prior)
+	}
+	return old, nil
+}
+
 // loadResume takes a run's config.json, keeping what the command line set
-// anew of the budget.
+// anew of the budget. A start given (--start, --prior) must be the run's.
 func (o *trainOptions) loadResume(c *cobra.Command) error {
 	data, err := os.ReadFile(filepath.Join(o.Resume, "config.json"))
 	if err != nil {
@@ -287,11 +367,21 @@ func (o *trainOptions) loadResume(c *cobra.Command) error {
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Command != "train" {
 		return usagef("--resume %s: config.json is not a frog train run's", o.Resume)
 	}
+	start, err := o.startFlag(c.Flags())
+	if err != nil {
+		return err
+	}
 	episodes, duration, asJSON := o.Run.Episodes, o.Run.Duration, o.JSON
 	resume, curriculum := o.Resume, o.Curriculum
 	*o = rec.Config
 	if o.Curriculum == "" {
 		o.Curriculum = "target" // a run made before --curriculum
+	}
+	if o.Start == "" {
+		o.Start = o.Learner.Start() // a run made before --start
+	}
+	if (c.Flags().Changed("start") || c.Flags().Changed("prior")) && start != o.Start {
+		return usagef("--resume %s --start %s: the run's start is %s (its config.json); resume it with that one, or start a new run", o.Resume, start, o.Start)
 	}
 	if c.Flags().Changed("curriculum") && curriculum != o.Curriculum {
 		// The checkpoint holds the state of the run's own curriculum; it
@@ -311,7 +401,9 @@ func (o *trainOptions) loadResume(c *cobra.Command) error {
 // trainReport is what `frog train` prints and writes to summary.json.
 type trainReport struct {
 	actors.Summary
-	Backend     string          `json:"backend"`
+	Backend string `json:"backend"`
+	// Start is where the network started (--start).
+	Start       string          `json:"start,omitempty"`
 	Evaluations []run.Event     `json:"evaluations"`
 	Tasks       *taskenv.Report `json:"tasks,omitempty"`
 	RunDir      string          `json:"run_dir"`
@@ -415,7 +507,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err := shards.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
-	rep := trainReport{Summary: sum, Backend: backend.Name(), Evaluations: tr.evals(), Tasks: tenv.Report(),
+	rep := trainReport{Summary: sum, Backend: backend.Name(), Start: o.Start, Evaluations: tr.evals(), Tasks: tenv.Report(),
 		RunDir: dir.Path(), ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
 }
@@ -479,6 +571,10 @@ func (o *trainOptions) openRunDir(l *neural.Learner, cur curriculum.Curriculum, 
 	if ck.Format == run.CheckpointFormat1 {
 		log.Warn().Str("checkpoint", ck.File).Msg("checkpoint of an older frog: its counters are under no checksum, and it holds no episode accounting: the resumed run's episode budget, trajectories and summary count from it")
 		ck.Progress = actors.Progress{Version: ck.Version, Updates: ck.Updates}
+	}
+	if start, err := ck.Start(); err == nil && start != o.Start {
+		// The reference of the KL penalty is recomputed from the config.
+		return nil, resumePoint{}, usagef("--resume %s: the checkpoint's network started from %s, the run's config.json says %s", ck.File, start, o.Start)
 	}
 	if err := l.Restore(ck.Learner); err != nil {
 		return nil, resumePoint{}, &UsageError{Err: fmt.Errorf("--resume %s: %w", ck.File, err)}
@@ -620,6 +716,9 @@ func (r trainReport) print(w io.Writer, asJSON bool) error {
 	l := r.Learner
 	fmt.Fprintf(tw, "learner\t%s\t%d updates (%d failed)\tzero-signal groups %.0f%%\tupdate time %.1f s of %.0f s\t\n",
 		r.Backend, l.Updates, l.FailedUpdates, 100*l.ZeroSignalShare, l.UpdateSeconds, r.ElapsedSeconds)
+	if r.Start != "" {
+		fmt.Fprintf(tw, "start\t%s\t\t\t\t\n", r.Start)
+	}
 	for _, ev := range r.Evaluations {
 		fmt.Fprintf(tw, "%s\t%s @%d\tsolved %.1f%% [%.1f, %.1f]\t(%d/%d)\t\t\n", ev.Kind, ev.Policy, ev.AtUpdate,
 			100*ev.Solved.Rate, 100*ev.Solved.Lo, 100*ev.Solved.Hi, ev.Solved.K, ev.Solved.N)

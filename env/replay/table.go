@@ -46,6 +46,11 @@ type Settings struct {
 type Record struct {
 	Kind string   `json:"kind"` // "task"
 	Task env.Task `json:"task"`
+	// Module, Family and K label the task in reports (its store record's
+	// module, operator family and number of bugs).
+	Module string `json:"module,omitempty"`
+	Family string `json:"family,omitempty"`
+	K      int    `json:"k,omitempty"`
 	// Tests is the deciding tests' report at the start (run_tests with no
 	// names), Coverage their coverage (coverage with no names); nil when
 	// the search did not get them (the policy then stops there too).

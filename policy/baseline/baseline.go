@@ -53,6 +53,9 @@ func Exhaustive(name string, cfg repair.Config, seed uint64) *Policy {
 	return &Policy{name: name, seed: seed, cfg: cfg, chooser: inOrder{}}
 }
 
+// Protocol is the repair protocol the baseline plays.
+func (p *Policy) Protocol() repair.Config { return p.cfg }
+
 // Name is the baseline's name.
 func (p *Policy) Name() string { return p.name }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/replay"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
@@ -39,6 +40,8 @@ type evalOptions struct {
 	Concurrency int            `json:"concurrency"`
 	MaxSteps    int            `json:"max_steps"`
 	Trajectory  string         `json:"trajectories,omitempty"`
+	Env         string         `json:"env"`
+	Table       string         `json:"table,omitempty"`
 	Sandbox     sandboxOptions `json:"sandbox"`
 	TaskOpts    taskOptions    `json:"task_options"`
 	JSON        bool           `json:"-"`
@@ -91,13 +94,20 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 	o.Sandbox.flags(f, "process")
 	o.TaskOpts.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
-	c.PreRunE = func(*cobra.Command, []string) error { return o.validate() }
+	f.StringVar(&o.Env, "env", "real", "real (sandboxes judged by the tasks' tests) or replay (every verdict looked up in --table, made by frog tabulate; named a replay in the report)")
+	f.StringVar(&o.Table, "table", "", "with --env replay: the replay table frog tabulate wrote (its tasks are the ones played)")
+	c.PreRunE = func(c *cobra.Command, _ []string) error {
+		if err := o.validateReplay(c); err != nil {
+			return err
+		}
+		return o.validate()
+	}
 	return c
 }
 
 func (o *evalOptions) validate() error {
 	switch {
-	case o.Tasks == "":
+	case o.Tasks == "" && o.Env != envReplay:
 		return usagef("--tasks: a task store is required")
 	case o.Limit < 0 || o.Sample < 0:
 		return usagef("--limit and --sample: want >= 0")
@@ -186,6 +196,7 @@ type evalReport struct {
 	Ceiling     *actors.EvalReport  `json:"ceiling,omitempty"`
 	Quarantined []string            `json:"quarantined"`
 	Tasks       *taskenv.Report     `json:"tasks"`
+	Replay      *replay.Report      `json:"replay,omitempty"`
 	Config      evalOptions         `json:"config"`
 	Version     string              `json:"frog_version"`
 }
@@ -194,6 +205,9 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	log, err := g.logger()
 	if err != nil {
 		return err
+	}
+	if o.Env == envReplay {
+		return runEvalReplay(ctx, g, o, log)
 	}
 	recs, err := taskenv.Load("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
@@ -309,6 +323,9 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if r.Replay != nil {
+		fmt.Fprintf(tw, "replay of %s\t%d tasks: every verdict looked up in the table, none run\t\n", r.Replay.Table, r.Replay.Tasks)
+	}
 	rate := func(x actors.Rate) string {
 		return fmt.Sprintf("%5.1f%%  [%4.1f, %4.1f]  (%d/%d)", 100*x.Rate, 100*x.Lo, 100*x.Hi, x.K, x.N)
 	}

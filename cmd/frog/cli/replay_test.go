@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/frognano/frog/env/replay"
+)
+
+// replayStore synthesizes a small store of real tasks from the tiny
+// module, with the real caches and no network.
+func replayStore(t *testing.T, dir string) (store, tiny string) {
+	t.Helper()
+	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	dirs := strings.Fields(string(goenv))
+	t.Setenv("GOCACHE", dirs[0])
+	t.Setenv("GOMODCACHE", dirs[1])
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "local")
+	store = filepath.Join(dir, "tasks.jsonl")
+	runFrog(t, "synth", "--source", tiny, "--n", "6", "--out", store, "--min-timeout", "5s", "--log-level", "warn")
+	return store, tiny
+}
+
+func runFrog(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// episode is what an episode did, as its trajectory line says: the
+// candidates it tried, in order, and its reward.
+type episode struct {
+	Tried  []string
+	Reward float64
+}
+
+// episodes reads the trajectories of frog eval --trajectories under dir,
+// by task.
+func episodes(t *testing.T, dir string) map[string]episode {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "shard-*.jsonl"))
+	if len(files) == 0 {
+		t.Fatalf("no trajectories under %s", dir)
+	}
+	out := map[string]episode{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 1<<26)
+		for sc.Scan() {
+			var rec struct {
+				Task   string  `json:"task"`
+				Kind   string  `json:"kind"`
+				Reward float64 `json:"reward"`
+				Steps  []struct {
+					Action json.RawMessage `json:"action"`
+					Result struct {
+						Detail struct {
+							Candidates []struct {
+								File, Op string
+								Line     int
+							} `json:"candidates"`
+						} `json:"detail"`
+					} `json:"result"`
+				} `json:"steps"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Kind != "completed" {
+				t.Errorf("%s: task %s: episode %s", f, rec.Task, rec.Kind)
+			}
+			var list []string
+			e := episode{Reward: rec.Reward}
+			for _, s := range rec.Steps {
+				var a struct {
+					Tool string `json:"tool"`
+					Args struct {
+						Candidates []int `json:"candidates"`
+					} `json:"args"`
+				}
+				json.Unmarshal(s.Action, &a)
+				switch a.Tool {
+				case "candidates":
+					list = list[:0]
+					for _, c := range s.Result.Detail.Candidates {
+						list = append(list, fmt.Sprintf("%s:%d %s", c.File, c.Line, c.Op))
+					}
+				case "try":
+					for _, id := range a.Args.Candidates {
+						e.Tried = append(e.Tried, list[id])
+					}
+				}
+			}
+			out[rec.Task] = e
+		}
+	}
+	return out
+}
+
+// TestReplayAgreesWithReal plays the same greedy policies (the untrained
+// prior and fl-greedy) on the same real tasks, once in process sandboxes
+// and once against the table frog tabulate made of them: every task's
+// episode must try the same candidates in the same order and end with the
+// same reward, so the solve rate within any k tries is identical.
+func TestReplayAgreesWithReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("synthesizes and plays real tasks")
+	}
+	dir := t.TempDir()
+	store, tiny := replayStore(t, dir)
+	table := filepath.Join(dir, "table.jsonl")
+	ws := filepath.Join(dir, "ws")
+	runFrog(t, "tabulate", "--tasks", store, "--out", table, "--local", tiny, "--workspaces", ws, "--concurrency", "4", "--log-level", "warn")
+
+	f, err := os.Open(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := replay.Decode(f, table)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Records) < 4 {
+		t.Fatalf("%d tasks tabulated, left out %v", len(tab.Records), tab.LeftOut)
+	}
+
+	policies := "prior,fl-greedy"
+	real := runFrog(t, "eval", "--tasks", store, "--policy", policies, "--local", tiny, "--workspaces", ws, "--ceiling=false",
+		"--concurrency", "4", "--trajectories", filepath.Join(dir, "real"), "--json", "--log-level", "warn")
+	rep := runFrog(t, "eval", "--env", "replay", "--table", table, "--policy", policies,
+		"--concurrency", "4", "--trajectories", filepath.Join(dir, "replay"), "--json", "--log-level", "warn")
+	if !strings.Contains(rep, `"policy":"prior (replay)"`) || !strings.Contains(rep, `"replay":{"table":`) {
+		t.Errorf("the replay's report does not name it a replay:\n%s", rep)
+	}
+	for _, p := range strings.Split(policies, ",") {
+		got := episodes(t, filepath.Join(dir, "replay", policyDirName(replayName(p))))
+		want := episodes(t, filepath.Join(dir, "real", p))
+		if len(want) != len(tab.Records) {
+			t.Errorf("%s: %d real episodes of %d tasks", p, len(want), len(tab.Records))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: replay against real, by task (-real +replay):\n%s", p, diff)
+		}
+		solved := 0
+		for _, e := range want {
+			solved += int(e.Reward)
+		}
+		t.Logf("%s: %d of %d tasks solved, alike in both", p, solved, len(want))
+	}
+	var r, p struct {
+		Policies []struct {
+			Policy  string `json:"policy"`
+			AtTries []struct {
+				Tries int `json:"tries"`
+				K     int `json:"k"`
+			} `json:"solved_at_tries"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(real), &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(rep), &p); err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.Policies {
+		r.Policies[i].Policy = replayName(r.Policies[i].Policy)
+	}
+	if diff := cmp.Diff(r.Policies, p.Policies); diff != "" {
+		t.Errorf("solved within k tries (-real +replay):\n%s", diff)
+	}
+
+	// What the table cannot answer is refused before anything plays.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "fl-feedback"}, "keeps partial fixes"},
+		{[]string{"--ceiling"}, "not replayable"},
+		{[]string{"--tasks", store}, "the table holds its tasks"},
+	} {
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), append([]string{"eval", "--env", "replay", "--table", table}, tc.args...), &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("eval --env replay %s: %v, want an error saying %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+	keys := make([]string, 0, len(tab.LeftOut))
+	for k := range tab.LeftOut {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t.Logf("table: %d tasks, left out %v", len(tab.Records), keys)
+}

@@ -196,6 +196,20 @@ func TestReplayAgreesWithReal(t *testing.T) {
 		t.Errorf("solved within k tries (-real +replay):\n%s", diff)
 	}
 
+	// frog train plays the same table with the learner and the curriculum
+	// of a real run, and says it was a replay.
+	sum := runFrog(t, "train", "--env", "replay", "--table", table, "--episodes", "64", "--group-size", "4", "--device", "cpu",
+		"--run-dir", filepath.Join(dir, "run"), "--json", "--log-level", "warn")
+	for _, want := range []string{`"accounted":true`, `"replay":{"table":`, `"completed":64`} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("frog train --env replay: the summary lacks %s:\n%s", want, sum)
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), []string{"train", "--env", "replay", "--table", table, "--keep", "--run-dir", filepath.Join(dir, "run2")}, &out, &errb); err == nil || !strings.Contains(err.Error(), "not replayable") {
+		t.Errorf("frog train --env replay --keep: %v, want it refused as not replayable", err)
+	}
+
 	// What the table cannot answer is refused before anything plays.
 	for _, tc := range []struct {
 		args []string

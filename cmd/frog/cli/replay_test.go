@@ -14,8 +14,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
 
+	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env/replay"
+	"github.com/frognano/frog/run/taskenv"
 )
 
 // replayStore synthesizes a small store of real tasks from the tiny
@@ -231,4 +234,93 @@ func TestReplayAgreesWithReal(t *testing.T) {
 	}
 	sort.Strings(keys)
 	t.Logf("table: %d tasks, left out %v", len(tab.Records), keys)
+}
+
+// BenchmarkReplayAgainstReal plays the untrained prior, greedy, on the
+// same real tasks of the tiny module: against their replay table, in
+// process sandboxes with the outcome cache (warm after the first pass, as
+// in a run that replays its tasks) and without it. It reports episodes/s.
+func BenchmarkReplayAgainstReal(b *testing.B) {
+	dir := b.TempDir()
+	store, tiny := benchStore(b, dir)
+	table := filepath.Join(dir, "table.jsonl")
+	ws := filepath.Join(dir, "ws")
+	benchFrog(b, "tabulate", "--tasks", store, "--out", table, "--local", tiny, "--workspaces", ws, "--concurrency", "4", "--log-level", "warn")
+	recs, err := taskenv.LoadStore("--tasks", store, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, err := evalPolicy("prior", 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := actors.DefaultConfig()
+	cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = 4, 10, 22
+	play := func(b *testing.B, tasks []actors.EvalTask, samples int, deps actors.Deps) {
+		eps := 0
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			rep, err := actors.EvaluateWhole(context.Background(), actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: samples}, pol, deps)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rep.Outcomes.FailedInfra > 0 {
+				b.Fatalf("%d episodes failed", rep.Outcomes.FailedInfra)
+			}
+			eps += rep.Episodes
+		}
+		b.ReportMetric(float64(eps)/b.Elapsed().Seconds(), "episodes/s")
+	}
+	b.Run("replay", func(b *testing.B) {
+		rp, err := openReplay(table)
+		if err != nil {
+			b.Fatal(err)
+		}
+		play(b, replayTasks(rp.Table(), 0), 64, actors.Deps{Provider: rp, Harness: rp, Log: zerolog.Nop()})
+	})
+	for _, noCache := range []bool{false, true} {
+		name := "real"
+		if noCache {
+			name = "real-no-outcome-cache"
+		}
+		b.Run(name, func(b *testing.B) {
+			spec := sandboxSpec{sandboxOptions: sandboxOptions{Kind: "process"}, Run: "bench-" + name, Concurrency: 4}
+			tenv, prov, release, err := openTaskEnv(context.Background(), taskOptions{Workspaces: ws, Locals: []string{tiny}, NoCache: noCache}, spec, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer release()
+			tasks, _, err := tenv.Check(context.Background(), recs, 4, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			play(b, tasks, 1, actors.Deps{Provider: prov, Harness: tenv.Harness, Log: zerolog.Nop()})
+		})
+	}
+}
+
+func benchStore(b *testing.B, dir string) (store, tiny string) {
+	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
+	if err != nil {
+		b.Fatal(err)
+	}
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		b.Fatalf("go env: %v", err)
+	}
+	dirs := strings.Fields(string(goenv))
+	b.Setenv("GOCACHE", dirs[0])
+	b.Setenv("GOMODCACHE", dirs[1])
+	b.Setenv("GOPROXY", "off")
+	b.Setenv("GOTOOLCHAIN", "local")
+	store = filepath.Join(dir, "tasks.jsonl")
+	benchFrog(b, "synth", "--source", tiny, "--n", "6", "--out", store, "--min-timeout", "5s", "--log-level", "warn")
+	return store, tiny
+}
+
+func benchFrog(b *testing.B, args ...string) {
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), args, &out, &errb); err != nil {
+		b.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
 }

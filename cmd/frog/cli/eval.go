@@ -70,11 +70,18 @@ candidate space at all; no policy of this candidate space can beat it. It
 learns nothing from the gold patch: it searches, as the policies do.
 
 Each task is checked before it is played (its bug fails its tests, its gold
-patch passes them); a task that does not hold up is quarantined and left out.`,
+patch passes them); a task that does not hold up is quarantined and left out.
+
+With --env replay --table FILE (a table frog tabulate made) the policies play
+the table's tasks against it instead of sandboxes: each verdict looked up, not
+run, and every policy named NAME (replay) in the report. Only policies on the
+built-in policy's protocol replay (prior, a trained run, fl-greedy, random);
+docs/replay.md says what is replayable.`,
 		Example: `  frog eval --policy fl-feedback --tasks runs/heldout.jsonl
   frog eval --policy random --tasks runs/heldout.jsonl --tries 10 --json
   frog eval --policy fl-greedy --tasks tasks.jsonl --sandbox docker --limit 50
-  frog eval --policy runs/train-1,fl-greedy --tasks tasks/heldout.jsonl --trajectories runs/eval-traj`,
+  frog eval --policy runs/train-1,fl-greedy --tasks tasks/heldout.jsonl --trajectories runs/eval-traj
+  frog eval --env replay --table runs/heldout.table.jsonl --policy runs/train-1,prior`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runEval(c.Context(), g, o) },
 	}

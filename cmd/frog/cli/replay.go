@@ -226,6 +226,16 @@ func (o *trainOptions) validateReplay(c *cobra.Command) error {
 	case o.Policy != "neural":
 		return usagef("--env replay: --policy %s: a table holds the built-in policy's observations only", o.Policy)
 	}
+	// Read now, so that a bad table is refused before the run directory
+	// is made; openReplay reads them again.
+	if _, err := readTable("--table", r.Table); err != nil {
+		return err
+	}
+	if r.HeldoutTable != "" {
+		if _, err := readTable("--heldout-table", r.HeldoutTable); err != nil {
+			return err
+		}
+	}
 	o.Heldout = ""
 	o.Run.MaxAttempts = 1 // a call the table cannot answer fails alike again
 	return nil

@@ -324,3 +324,50 @@ func benchFrog(b *testing.B, args ...string) {
 		b.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
 }
+
+// TestReplayUsage: bad tables and flags of a replay are usage errors (exit
+// code 2) that say what is wrong, before anything runs.
+func TestReplayUsage(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	cut := filepath.Join(dir, "cut.jsonl")
+	store := filepath.Join(dir, "store.jsonl")
+	hdr := `{"kind":"header","format":1,"frog_version":"x","store":"s","store_sha256":"h","settings":{"protocol":{}}}` + "\n"
+	for path, data := range map[string]string{
+		empty: hdr + `{"kind":"end","tasks":0,"left_out":{"quarantined: gone":2}}` + "\n",
+		cut:   hdr,
+		store: `{"instance_id":"a"}` + "\n",
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--env", "bogus"}, `--env "bogus": want real or replay`},
+		{[]string{"eval", "--env", "replay"}, "--table is required"},
+		{[]string{"eval", "--table", empty}, "only with --env replay"},
+		{[]string{"eval", "--env", "replay", "--table", filepath.Join(dir, "nosuch")}, "no such file"},
+		{[]string{"eval", "--env", "replay", "--table", empty}, "no task to replay (2 left out"},
+		{[]string{"eval", "--env", "replay", "--table", cut}, "cut short"},
+		{[]string{"eval", "--env", "replay", "--table", store}, "not a replay table"},
+		{[]string{"eval", "--env", "replay", "--table", empty, "--sample", "3"}, "--sample is not supported"},
+		{[]string{"tabulate", "--out", cut}, "a task store is required"},
+		{[]string{"tabulate", "--tasks", store}, "--out: the table's file is required"},
+		{[]string{"train", "--env", "replay", "--run-dir", filepath.Join(dir, "r")}, "--table is required"},
+		{[]string{"train", "--env", "replay", "--table", cut, "--run-dir", filepath.Join(dir, "r")}, "cut short"},
+		{[]string{"train", "--env", "replay", "--table", empty, "--heldout", store, "--run-dir", filepath.Join(dir, "r")}, "--heldout-table"},
+		{[]string{"train", "--env", "replay", "--table", empty, "--policy", "openai", "--run-dir", filepath.Join(dir, "r")}, "built-in policy"},
+	} {
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), tc.args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || ExitCode(err) != 2 {
+			t.Errorf("frog %s: %v (exit %d), want a usage error saying %q", strings.Join(tc.args, " "), err, ExitCode(err), tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r")); err == nil {
+		t.Error("a refused replay run made its run directory")
+	}
+}

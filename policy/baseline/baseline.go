@@ -36,13 +36,25 @@ func New(name string, seed uint64) (*Policy, error) {
 	case "fl-feedback":
 		p.cfg.Keep, p.chooser = true, demoting{}
 	case "ceiling":
-		p.cfg = repair.Config{Keep: true, AllLines: true, Exhaustive: true}
-		p.chooser = inOrder{}
+		return Exhaustive(name, repair.Config{Keep: true, AllLines: true}, seed), nil
 	default:
 		return nil, fmt.Errorf("unknown baseline %q (want random, fl-greedy, fl-feedback or ceiling)", name)
 	}
 	return p, nil
 }
+
+// Exhaustive is the search that tries every candidate of each list the
+// protocol cfg makes, all in one step (cfg.Exhaustive is set): with
+// cfg{Keep, AllLines}, the candidate-space ceiling; with a policy's own
+// protocol, every candidate that policy could try, each with its verdict
+// (the tries a replay table records, env/replay).
+func Exhaustive(name string, cfg repair.Config, seed uint64) *Policy {
+	cfg.Exhaustive = true
+	return &Policy{name: name, seed: seed, cfg: cfg, chooser: inOrder{}}
+}
+
+// Protocol is the repair protocol the baseline plays.
+func (p *Policy) Protocol() repair.Config { return p.cfg }
 
 // Name is the baseline's name.
 func (p *Policy) Name() string { return p.name }

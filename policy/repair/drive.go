@@ -35,6 +35,10 @@ type Config struct {
 	Exhaustive bool
 }
 
+// WithDefaults is c with its defaults filled in: two configs that play
+// alike are equal once filled.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
 func (c Config) withDefaults() Config {
 	if c.Lines <= 0 {
 		c.Lines = 60

@@ -208,7 +208,7 @@ frog at once).`,
 		}
 		return g.startProfiles()
 	}
-	root.AddCommand(newSimCmd(g), newTrainCmd(g), newEvalCmd(g), newRolloutCmd(g), newReportCmd(g), newExperimentCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g))
+	root.AddCommand(newSimCmd(g), newTrainCmd(g), newEvalCmd(g), newRolloutCmd(g), newReportCmd(g), newExperimentCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g), newTabulateCmd(g))
 	for _, c := range root.Commands() {
 		c.Flags().SetNormalizeFunc(normalize)
 	}

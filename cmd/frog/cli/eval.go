@@ -19,6 +19,7 @@ import (
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/replay"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
@@ -39,6 +40,8 @@ type evalOptions struct {
 	Concurrency int            `json:"concurrency"`
 	MaxSteps    int            `json:"max_steps"`
 	Trajectory  string         `json:"trajectories,omitempty"`
+	Env         string         `json:"env"`
+	Table       string         `json:"table,omitempty"`
 	Sandbox     sandboxOptions `json:"sandbox"`
 	TaskOpts    taskOptions    `json:"task_options"`
 	JSON        bool           `json:"-"`
@@ -76,11 +79,18 @@ candidate space at all; no policy of this candidate space can beat it. It
 learns nothing from the gold patch: it searches, as the policies do.
 
 Each task is checked before it is played (its bug fails its tests, its gold
-patch passes them); a task that does not hold up is quarantined and left out.`,
+patch passes them); a task that does not hold up is quarantined and left out.
+
+With --env replay --table FILE (a table frog tabulate made) the policies play
+the table's tasks against it instead of sandboxes: each verdict looked up, not
+run, and every policy named NAME (replay) in the report. Only policies on the
+built-in policy's protocol replay (prior, a trained run, fl-greedy, random);
+docs/replay.md says what is replayable.`,
 		Example: `  frog eval --policy fl-feedback --tasks runs/heldout.jsonl
   frog eval --policy random --tasks runs/heldout.jsonl --tries 10 --json
   frog eval --policy fl-greedy --tasks tasks.jsonl --sandbox docker --limit 50
-  frog eval --policy runs/train-1,fl-greedy --tasks tasks/heldout.jsonl --trajectories runs/eval-traj`,
+  frog eval --policy runs/train-1,fl-greedy --tasks tasks/heldout.jsonl --trajectories runs/eval-traj
+  frog eval --env replay --table runs/heldout.table.jsonl --policy runs/train-1,prior`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runEval(c.Context(), g, o) },
 	}
@@ -100,13 +110,20 @@ patch passes them); a task that does not hold up is quarantined and left out.`,
 	o.Sandbox.flags(f, "process")
 	o.TaskOpts.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
-	c.PreRunE = func(*cobra.Command, []string) error { return o.validate() }
+	f.StringVar(&o.Env, "env", "real", "real (sandboxes judged by the tasks' tests) or replay (every verdict looked up in --table, made by frog tabulate; named a replay in the report)")
+	f.StringVar(&o.Table, "table", "", "with --env replay: the replay table frog tabulate wrote (its tasks are the ones played)")
+	c.PreRunE = func(c *cobra.Command, _ []string) error {
+		if err := o.validateReplay(c); err != nil {
+			return err
+		}
+		return o.validate()
+	}
 	return c
 }
 
 func (o *evalOptions) validate() error {
 	switch {
-	case o.Tasks == "":
+	case o.Tasks == "" && o.Env != envReplay:
 		return usagef("--tasks: a task store is required")
 	case o.Limit < 0 || o.Sample < 0:
 		return usagef("--limit and --sample: want >= 0")
@@ -198,6 +215,7 @@ type evalReport struct {
 	Pairs       []actors.Comparison `json:"pairs,omitempty"`
 	Quarantined []string            `json:"quarantined"`
 	Tasks       *taskenv.Report     `json:"tasks"`
+	Replay      *replay.Report      `json:"replay,omitempty"`
 	Config      evalOptions         `json:"config"`
 	Version     string              `json:"frog_version"`
 }
@@ -206,6 +224,9 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	log, err := g.logger()
 	if err != nil {
 		return err
+	}
+	if o.Env == envReplay {
+		return runEvalReplay(ctx, g, o, log)
 	}
 	recs, err := taskenv.Load("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
@@ -336,6 +357,9 @@ func playConcurrency() int { return 6 * runtime.NumCPU() }
 func (r evalReport) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
+	}
+	if r.Replay != nil {
+		fmt.Fprintf(w, "replay of %s: %d tasks, every verdict looked up in the table, none run\n", r.Replay.Table, r.Replay.Tasks)
 	}
 	reps := append([]actors.EvalReport(nil), r.Policies...)
 	if r.Ceiling != nil {

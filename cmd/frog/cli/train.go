@@ -21,6 +21,7 @@ import (
 	"github.com/frognano/frog/cuda"
 	"github.com/frognano/frog/curriculum"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/replay"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
@@ -76,6 +77,9 @@ type trainOptions struct {
 	// (--record-batches).
 	RecordBatches string `json:"-"`
 	JSON          bool   `json:"-"`
+
+	// Replay is --env replay's: the tables played instead of sandboxes.
+	Replay trainReplay `json:"replay,omitempty"`
 }
 
 // defaultTryCost is what a rewarded rollout's return loses per try beyond
@@ -130,7 +134,8 @@ shards), checkpoints/ (every --checkpoint-every updates and at the end, atomic)
 and summary.json. 'frog report RUN' draws the curves; 'frog train --resume RUN'
 continues a run from its last checkpoint (the learner, the curriculum, and
 the run's counting: --episodes and --duration are the whole run's);
-'frog eval --policy RUN' evaluates one.`,
+'frog eval --policy RUN' evaluates one.
+`,
 		Example: `  frog train
   frog train --episodes 4000 --heldout tasks/heldout.jsonl --eval-every 10
   frog train --tasks runs/tasks.jsonl --sandbox process --device cpu
@@ -186,8 +191,7 @@ the run's counting: --episodes and --duration are the whole run's);
 	f.Float64Var(&o.StartDiff, "difficulty", 4, "difficulty the curriculum starts at")
 	f.StringVar(&o.Curriculum, "curriculum", "frontier", curriculumHelp()+"; target keeps the training pass rate at --target-pass-rate")
 	o.ReplayOpts.flags(f)
-	o.Sandbox.flags(f, "auto")
-	o.TaskOpts.flags(f)
+	o.envFlags(f)
 	f.StringVar(&o.Name, "name", "", "run name (default train-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
 	f.StringVar(&o.Resume, "resume", "", "continue the run in this directory from its last checkpoint: its config.json, learner and curriculum, its records cut back to the checkpoint (--episodes and --duration, the whole run's budget, may be given anew)")
@@ -205,6 +209,14 @@ the run's counting: --episodes and --duration are the whole run's);
 	return c, o
 }
 
+// envFlags are the flags of what the run plays in: the sandboxes and the
+// tasks' options, or the tables of a replay.
+func (o *trainOptions) envFlags(f *pflag.FlagSet) {
+	o.Sandbox.flags(f, "auto")
+	o.TaskOpts.flags(f)
+	o.Replay.flags(f)
+}
+
 // curriculumSpec is the curriculum the flags name.
 func (o *trainOptions) curriculumSpec() curriculumSpec {
 	return curriculumSpec{Name: o.Curriculum, Difficulty: o.StartDiff, PassRate: o.TargetPassRate, Rate: defaultTargetRate,
@@ -212,6 +224,9 @@ func (o *trainOptions) curriculumSpec() curriculumSpec {
 }
 
 func (o *trainOptions) validate(c *cobra.Command) error {
+	if err := o.validateReplay(c); err != nil {
+		return err
+	}
 	if o.Resume == "" {
 		spec := o.curriculumSpec()
 		spec.PassRate = defaultPassRate // checked on its own below, with its flag's name
@@ -406,7 +421,9 @@ type trainReport struct {
 	Start       string          `json:"start,omitempty"`
 	Evaluations []run.Event     `json:"evaluations"`
 	Tasks       *taskenv.Report `json:"tasks,omitempty"`
-	RunDir      string          `json:"run_dir"`
+	// Replay is --env replay's: the run played its tables, no sandbox.
+	Replay *replay.Report `json:"replay,omitempty"`
+	RunDir string         `json:"run_dir"`
 	// ResumedFrom is the checkpoint this part of the run started from.
 	ResumedFrom string `json:"resumed_from,omitempty"`
 	Interrupted bool   `json:"interrupted"`
@@ -454,21 +471,12 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	defer dir.Close()
 	o.Run.Start = start.Progress
 
-	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
+	te, closeEnv, err := o.openEnv(ctx, heldTasks(cur, start.Pool), log)
 	if err != nil {
 		return err
 	}
-	defer release()
-	src, closeSrc, err := o.openSource(ctx, tenv, heldTasks(cur, start.Pool), log)
-	if err != nil {
-		return err
-	}
-	defer closeSrc()
-	heldout, err := o.loadHeldout(ctx, tenv, log)
-	if err != nil {
-		return err
-	}
-	tr := &trainer{ctx: ctx, o: o, dir: dir, tenv: tenv, prov: prov, heldout: heldout, learner: learner, log: log, start: time.Now(),
+	defer closeEnv()
+	tr := &trainer{ctx: ctx, o: o, dir: dir, harness: te.harness, prov: te.prov, heldout: te.heldout, learner: learner, log: log, start: time.Now(),
 		startEpisodes: start.Results, evs: start.Evals}
 	shards, err := run.NewShards(filepath.Join(dir.Path(), "trajectories"), 5000)
 	if err != nil {
@@ -489,7 +497,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	}
 	defer closeRec()
 	deps := actors.Deps{
-		Provider: prov, Learner: pl, Source: src, Curriculum: cur, Harness: tenv.Harness, Log: runLog,
+		Provider: te.prov, Learner: pl, Source: te.src, Curriculum: cur, Harness: te.harness, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.OnCurriculum(log),
 		Checkpoints: run.NewCheckpoints(filepath.Join(dir.Path(), "checkpoints"), 3), TaskPool: start.Pool,
 	}
@@ -507,9 +515,54 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	if err := shards.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("trajectories: %w", err))
 	}
-	rep := trainReport{Summary: sum, Backend: backend.Name(), Start: o.Start, Evaluations: tr.evals(), Tasks: tenv.Report(),
+	rep := trainReport{Summary: sum, Backend: backend.Name(), Start: o.Start, Evaluations: tr.evals(), Tasks: te.tenv.Report(),
 		RunDir: dir.Path(), ResumedFrom: start.File, Interrupted: ctx.Err() != nil, Version: version()}
+	if te.replay != nil {
+		r := te.replay.Report(o.Replay.Table)
+		rep.Replay = &r
+	}
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
+}
+
+// trainEnv is what a training run plays in: real tasks in sandboxes
+// (tenv), or a replay of tables (replay); the source of its tasks and its
+// held-out tasks.
+type trainEnv struct {
+	tenv    *taskenv.Env
+	replay  *replay.Env
+	prov    env.Provider
+	harness env.Harness
+	src     synth.Source
+	heldout []actors.EvalTask
+}
+
+// openEnv opens the run's environment (held: the tasks the curriculum
+// holds, served last) and returns what releases it.
+func (o *trainOptions) openEnv(ctx context.Context, held []string, log zerolog.Logger) (trainEnv, func(), error) {
+	var te trainEnv
+	var err error
+	if o.Replay.Env == envReplay {
+		te.replay, te.src, te.heldout, err = o.openReplay(held, log)
+		te.prov, te.harness = te.replay, te.replay
+		return te, func() {}, err
+	}
+	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: o.Name, Concurrency: o.Run.Concurrency}, log)
+	if err != nil {
+		return te, nil, err
+	}
+	te.tenv, te.prov, te.harness = tenv, prov, tenv.Harness
+	src, closeSrc, err := o.openSource(ctx, tenv, held, log)
+	if err != nil {
+		release()
+		return te, nil, err
+	}
+	te.src = src
+	if te.heldout, err = o.loadHeldout(ctx, tenv, log); err != nil {
+		closeSrc()
+		release()
+		return te, nil, err
+	}
+	return te, func() { closeSrc(); release() }, nil
 }
 
 // recording is the learner the run trains: learner itself, or, with
@@ -707,6 +760,9 @@ func (r trainReport) print(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if r.Replay != nil {
+		fmt.Fprintf(tw, "replay of %s\tevery verdict looked up in the table, none run\t\t\t\t\t\n", r.Replay.Table)
+	}
 	e := r.Episodes
 	fmt.Fprintf(tw, "episodes\tadmitted %d\tcompleted %d\tsolved %d\tfailed_infra %d\tcancelled %d\taccounted %v\n",
 		e.Admitted, e.Completed, e.Solved, e.FailedInfra, e.Cancelled, e.Accounted)

@@ -11,10 +11,10 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/replay"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/run"
-	"github.com/frognano/frog/run/taskenv"
 )
 
 // trainer is what a training run does beside the actors: metrics lines,
@@ -25,7 +25,7 @@ type trainer struct {
 	ctx     context.Context
 	o       *trainOptions
 	dir     *run.Dir
-	tenv    *taskenv.Env
+	harness env.Harness
 	prov    env.Provider
 	heldout []actors.EvalTask
 	learner *neural.Learner
@@ -119,6 +119,12 @@ func (t *trainer) baselines(ctx context.Context) {
 			t.log.Error().Err(err).Str("policy", name).Msg("baseline left out")
 			continue
 		}
+		if rp, ok := t.harness.(*replay.Env); ok {
+			if err := checkReplayable(rp.Table(), name, p); err != nil {
+				t.log.Warn().Err(err).Str("policy", name).Msg("baseline left out of the replay")
+				continue
+			}
+		}
 		t.record(ctx, "baseline", name, 0, p)
 	}
 }
@@ -126,10 +132,13 @@ func (t *trainer) baselines(ctx context.Context) {
 func (t *trainer) record(ctx context.Context, kind, name string, update int64, p policy.Policy) {
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Concurrency, cfg.MaxTries, cfg.MaxSteps = t.o.Name+"-eval", t.o.Run.Concurrency, t.o.EvalTries, env.StepsForTries(t.o.EvalTries)
+	if t.o.Replay.Env == envReplay {
+		name, cfg.MaxAttempts = replayName(name), 1
+	}
 	t.log.Info().Str("kind", kind).Str("policy", name).Int64("update", update).Int("tasks", len(t.heldout)).Msg("held-out evaluation started")
 	t0 := time.Now()
 	rep, err := actors.EvaluateWhole(ctx, actors.EvalConfig{Run: cfg, Tasks: t.heldout}, p,
-		actors.Deps{Provider: t.prov, Harness: t.tenv.Harness, Log: zerolog.Nop()})
+		actors.Deps{Provider: t.prov, Harness: t.harness, Log: zerolog.Nop()})
 	if err != nil {
 		if ctx.Err() != nil {
 			t.log.Info().Str("policy", name).Int64("update", update).Msg("held-out evaluation cut short: the run is ending; not recorded")

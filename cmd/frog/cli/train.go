@@ -157,28 +157,11 @@ the run's counting: --episodes and --duration are the whole run's);
 	f.IntVar(&o.Run.CheckpointEvery, "checkpoint-every", 10, "save a checkpoint every this many updates (and at the end)")
 	f.IntVar(&o.Run.MaxUpdateFailures, "max-update-failures", o.Run.MaxUpdateFailures, "end the run after this many failed updates in a row (0: never)")
 	f.StringVar(&o.Device, "device", "auto", "tensor backend of the learner: auto (a GPU when one opens, else the CPU), cpu or cuda")
-	f.Float64Var(&o.Learner.LR, "lr", o.Learner.LR, "Adam learning rate (the same default from both starts)")
-	f.Float64Var(&o.Learner.WideLR, "wide-lr", o.Learner.WideLR, "Adam learning rate of the network's wide (linear) part, the part that carries across modules (0: --lr; the same default from both starts)")
-	f.Float64Var(&o.Learner.Clip, "clip", o.Learner.Clip, "GRPO ratio clip ε")
-	f.Float64Var(&o.Learner.Entropy, "entropy", o.Learner.Entropy, "entropy bonus weight")
-	f.Float64Var(&o.Learner.KL, "kl", 0, "weight of the KL penalty to the reference policy, the network the run starts from (GRPO's β; it keeps a short run from trading the prior, which carries across modules, for what only its training tasks reward); 0: none (default: the start's, 0.1 from the prior, 0 from scratch, where the penalty would only hold the policy at random)")
-	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
-	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
-	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
-	f.StringVar(&o.Learner.Credit, "credit", neural.CreditEpisode, "what each decision is advantaged by: episode (its rollout's return against the group's, GRPO's) or try (what the tests said of the candidate it tried, against the group's other tries)")
+	o.learnerFlags(f)
 	f.Float64Var(&o.Run.TryCost, "try-cost", o.Run.TryCost, "what GRPO takes off a rewarded rollout's return for each candidate it tried beyond the first (down to a tenth), so that rollouts that all fix a task still teach what to try first; 0: compare 0/1 rewards (the default with --policy openai)")
-	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
 	f.BoolVar(&o.Run.RefillZeroVariance, "refill-zero-variance", true, "drop groups whose rewards are all equal before they reach a batch and plan new groups in their place, so that every update has --groups-per-update groups with signal (off by default with --policy openai: its trainer gets every group)")
 	f.BoolVar(&o.stop, "stop", false, "offer the policy the option to stop before its tries run out (a try costs nothing in the reward, so stopping early never raises the solve rate)")
 	f.BoolVar(&o.keep, "keep", false, "apply a try that fixes some failing tests and breaks none, then list candidates again (the way to 2- and 3-bug tasks; off by default: measured, it solved none of them and cost single-bug tasks, docs/training.md)")
-	f.StringVar(&o.Start, "start", neural.StartPrior, "where the network starts: prior (its linear part at the fault-localisation prior) or scratch (at zero: a nearly uniform ranker); sets the defaults of --lr, --wide-lr and --kl")
-	f.BoolVar(&o.prior, "prior", true, "deprecated: --start prior (true) or --start scratch (false)")
-	// Hidden, and deprecated by a warning of validate's own on stderr:
-	// cobra's MarkDeprecated prints its warning on the command's output,
-	// which is stdout here, where --json promises one JSON object.
-	_ = f.MarkHidden("prior")
-	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
-	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the policy's draws, the weights' start and the task draws")
 	f.StringSliceVar(&o.Sources, "source", nil, "module to synthesize tasks from (repeatable; default the pinned list of frog synth)")
 	f.StringVar(&o.Tasks, "tasks", "", "draw tasks from this store instead of synthesizing them online")
@@ -207,6 +190,29 @@ the run's counting: --episodes and --duration are the whole run's);
 		return o.validate(c)
 	}
 	return c, o
+}
+
+// learnerFlags are the flags of the network and its learner: where it
+// starts, its size and GRPO's settings.
+func (o *trainOptions) learnerFlags(f *pflag.FlagSet) {
+	f.Float64Var(&o.Learner.LR, "lr", o.Learner.LR, "Adam learning rate (the same default from both starts)")
+	f.Float64Var(&o.Learner.WideLR, "wide-lr", o.Learner.WideLR, "Adam learning rate of the network's wide (linear) part, the part that carries across modules (0: --lr; the same default from both starts)")
+	f.Float64Var(&o.Learner.Clip, "clip", o.Learner.Clip, "GRPO ratio clip ε")
+	f.Float64Var(&o.Learner.Entropy, "entropy", o.Learner.Entropy, "entropy bonus weight")
+	f.Float64Var(&o.Learner.KL, "kl", 0, "weight of the KL penalty to the reference policy, the network the run starts from (GRPO's β; it keeps a short run from trading the prior, which carries across modules, for what only its training tasks reward); 0: none (default: the start's, 0.1 from the prior, 0 from scratch, where the penalty would only hold the policy at random)")
+	f.Float64Var(&o.Learner.MaxGradNorm, "max-grad-norm", o.Learner.MaxGradNorm, "clip the gradient's global norm to this (0: no clipping)")
+	f.IntVar(&o.Learner.Epochs, "epochs", o.Learner.Epochs, "passes over each batch")
+	f.Float64Var(&o.Learner.Temperature, "temperature", o.Learner.Temperature, "sampling temperature of the policy in training")
+	f.StringVar(&o.Learner.Credit, "credit", neural.CreditEpisode, "what each decision is advantaged by: episode (its rollout's return against the group's, GRPO's) or try (what the tests said of the candidate it tried, against the group's other tries)")
+	f.BoolVar(&o.Learner.KeepZeroVariance, "keep-zero-variance", false, "keep groups whose rewards are all equal in the loss (they are dropped by default, and counted); implies --refill-zero-variance=false")
+	f.StringVar(&o.Start, "start", neural.StartPrior, "where the network starts: prior (its linear part at the fault-localisation prior) or scratch (at zero: a nearly uniform ranker); sets the defaults of --lr, --wide-lr and --kl")
+	f.BoolVar(&o.prior, "prior", true, "deprecated: --start prior (true) or --start scratch (false)")
+	// Hidden, and deprecated by a warning of validate's own on stderr:
+	// cobra's MarkDeprecated prints its warning on the command's output,
+	// which is stdout here, where --json promises one JSON object.
+	_ = f.MarkHidden("prior")
+	f.IntVar(&o.Learner.Dims.H1, "hidden1", o.Learner.Dims.H1, "units of the first hidden layer")
+	f.IntVar(&o.Learner.Dims.H2, "hidden2", o.Learner.Dims.H2, "units of the second hidden layer")
 }
 
 // envFlags are the flags of what the run plays in: the sandboxes and the

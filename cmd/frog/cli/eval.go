@@ -207,6 +207,38 @@ func logRate(log zerolog.Logger, policy string, r actors.Rate) {
 		Str("rate", fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*r.Rate, 100*r.Lo, 100*r.Hi)).Msg("evaluated")
 }
 
+// evaluatePolicies plays each policy of --policy in turn on ecfg's tasks,
+// reporting each under named(its name). An interruption ends the loop with
+// what was measured; any other error is returned.
+func (o *evalOptions) evaluatePolicies(ctx context.Context, ecfg actors.EvalConfig, deps actors.Deps, named func(string) string, log zerolog.Logger) ([]actors.EvalReport, error) {
+	var out []actors.EvalReport
+	for _, name := range strings.Split(o.Policy, ",") {
+		if ctx.Err() != nil {
+			break
+		}
+		log.Info().Str("policy", named(name)).Int("tasks", len(ecfg.Tasks)).Msg("evaluating")
+		pol, _ := evalPolicy(name, o.Seed)
+		pdeps, closeTraj, err := o.recordTrajectories(deps, named(name))
+		if err != nil {
+			return nil, err
+		}
+		e, err := actors.Evaluate(ctx, ecfg, pol, pdeps)
+		if cerr := closeTraj(); cerr != nil && err == nil {
+			err = fmt.Errorf("--trajectories: %w", cerr)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break // interrupted: report what was measured
+			}
+			return nil, err
+		}
+		e.Policy = named(name)
+		out = append(out, e)
+		logRate(log, e.Policy, e.Solved)
+	}
+	return out, nil
+}
+
 // evalReport is what `frog eval` prints.
 type evalReport struct {
 	Policies []actors.EvalReport `json:"policies"`
@@ -250,29 +282,9 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	ecfg := actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: o.Samples}
 	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log}
 	rep := evalReport{Quarantined: quarantined, Config: *o, Version: version()}
-	for _, name := range strings.Split(o.Policy, ",") {
-		if ctx.Err() != nil {
-			break
-		}
-		log.Info().Str("policy", name).Int("tasks", len(tasks)).Int("quarantined", len(quarantined)).Msg("evaluating")
-		pol, _ := evalPolicy(name, o.Seed)
-		pdeps, closeTraj, err := o.recordTrajectories(deps, name)
-		if err != nil {
-			return err
-		}
-		e, err := actors.Evaluate(ctx, ecfg, pol, pdeps)
-		if cerr := closeTraj(); cerr != nil && err == nil {
-			err = fmt.Errorf("--trajectories: %w", cerr)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				break // interrupted: report what was measured
-			}
-			return err
-		}
-		e.Policy = name
-		rep.Policies = append(rep.Policies, e)
-		logRate(log, name, e.Solved)
+	rep.Policies, err = o.evaluatePolicies(ctx, ecfg, deps, func(name string) string { return name }, log.With().Int("quarantined", len(quarantined)).Logger())
+	if err != nil {
+		return err
 	}
 	if o.Ceiling && ctx.Err() == nil {
 		ceil, _ := baseline.New("ceiling", o.Seed)

@@ -143,30 +143,12 @@ func runEvalReplay(ctx context.Context, g *globals, o *evalOptions, log zerolog.
 	ecfg := actors.EvalConfig{Run: cfg, Tasks: tasks, Samples: o.Samples}
 	deps := actors.Deps{Provider: rp, Harness: rp, Log: log.With().Str("env", envReplay).Logger()}
 	rep := evalReport{Config: *o, Version: version()}
-	for _, name := range strings.Split(o.Policy, ",") {
-		if ctx.Err() != nil {
-			break
-		}
-		log.Info().Str("policy", name).Int("tasks", len(tasks)).Str("table", o.Table).Msg("replaying: verdicts looked up, not run")
-		pol, _ := evalPolicy(name, o.Seed)
-		pdeps, closeTraj, err := o.recordTrajectories(deps, replayName(name))
-		if err != nil {
-			return err
-		}
-		e, err := actors.Evaluate(ctx, ecfg, pol, pdeps)
-		if cerr := closeTraj(); cerr != nil && err == nil {
-			err = fmt.Errorf("--trajectories: %w", cerr)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return err
-		}
-		e.Policy = replayName(name)
-		rep.Policies = append(rep.Policies, e)
-		logRate(log, e.Policy, e.Solved)
+	log.Info().Str("table", o.Table).Msg("replaying: verdicts looked up, not run")
+	rep.Policies, err = o.evaluatePolicies(ctx, ecfg, deps, replayName, log)
+	if err != nil {
+		return err
 	}
+	rep.Pairs = comparePolicies(rep.Policies)
 	r := rp.Report(o.Table)
 	rep.Replay = &r
 	if err := rep.print(g.stdout, o.JSON); err != nil {

@@ -94,25 +94,39 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/script/*.txtar: frog as a user types it.
 func TestScripts(t *testing.T) {
-	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	dirs := strings.Fields(string(goenv))
+	tiny, caches := tinyAndCaches(t)
 	testscript.Run(t, testscript.Params{Dir: "testdata/script", Condition: scriptCondition, Setup: func(e *testscript.Env) error {
 		// frog synth runs the go command: give it the real caches, and
 		// no network.
 		e.Setenv("TINY", tiny)
-		e.Setenv("GOCACHE", dirs[0])
-		e.Setenv("GOMODCACHE", dirs[1])
+		for _, kv := range caches {
+			k, v, _ := strings.Cut(kv, "=")
+			e.Setenv(k, v)
+		}
 		e.Setenv("GOPROXY", "off")
 		e.Setenv("GOTOOLCHAIN", "local")
 		return nil
 	}})
+}
+
+// tinyAndCaches is the absolute path of tinyModule, which real-task tests
+// synthesize from, and the go command's caches as KEY=VALUE (GOCACHE,
+// GOMODCACHE), so that a test's go commands share them.
+func tinyAndCaches(tb testing.TB) (tiny string, caches []string) {
+	tb.Helper()
+	tiny, err := filepath.Abs(tinyModule)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		tb.Fatalf("go env: %v", err)
+	}
+	dirs := strings.Fields(string(goenv))
+	if len(dirs) != 2 {
+		tb.Fatalf("go env GOCACHE GOMODCACHE: %q", goenv)
+	}
+	return tiny, []string{"GOCACHE=" + dirs[0], "GOMODCACHE=" + dirs[1]}
 }
 
 // scriptCondition answers the scripts' own conditions: [tmpfs], whether

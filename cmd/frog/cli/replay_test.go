@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,31 +22,24 @@ import (
 
 // replayStore synthesizes a small store of real tasks from the tiny
 // module, with the real caches and no network.
-func replayStore(t *testing.T, dir string) (store, tiny string) {
-	t.Helper()
-	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
-	if err != nil {
-		t.Fatal(err)
+func replayStore(tb testing.TB, dir string) (store, tiny string) {
+	tb.Helper()
+	tiny, caches := tinyAndCaches(tb)
+	for _, kv := range append(caches, "GOPROXY=off", "GOTOOLCHAIN=local") {
+		k, v, _ := strings.Cut(kv, "=")
+		tb.Setenv(k, v)
 	}
-	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	dirs := strings.Fields(string(goenv))
-	t.Setenv("GOCACHE", dirs[0])
-	t.Setenv("GOMODCACHE", dirs[1])
-	t.Setenv("GOPROXY", "off")
-	t.Setenv("GOTOOLCHAIN", "local")
 	store = filepath.Join(dir, "tasks.jsonl")
-	runFrog(t, "synth", "--source", tiny, "--n", "6", "--out", store, "--min-timeout", "5s", "--log-level", "warn")
+	runFrog(tb, "synth", "--source", tiny, "--n", "6", "--out", store, "--min-timeout", "5s", "--log-level", "warn")
 	return store, tiny
 }
 
-func runFrog(t *testing.T, args ...string) string {
-	t.Helper()
+// runFrog runs the command line and returns its stdout; an error fails tb.
+func runFrog(tb testing.TB, args ...string) string {
+	tb.Helper()
 	var out, errb bytes.Buffer
 	if err := Run(context.Background(), args, &out, &errb); err != nil {
-		t.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+		tb.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String()
 }
@@ -242,10 +234,10 @@ func TestReplayAgreesWithReal(t *testing.T) {
 // in a run that replays its tasks) and without it. It reports episodes/s.
 func BenchmarkReplayAgainstReal(b *testing.B) {
 	dir := b.TempDir()
-	store, tiny := benchStore(b, dir)
+	store, tiny := replayStore(b, dir)
 	table := filepath.Join(dir, "table.jsonl")
 	ws := filepath.Join(dir, "ws")
-	benchFrog(b, "tabulate", "--tasks", store, "--out", table, "--local", tiny, "--workspaces", ws, "--concurrency", "4", "--log-level", "warn")
+	runFrog(b, "tabulate", "--tasks", store, "--out", table, "--local", tiny, "--workspaces", ws, "--concurrency", "4", "--log-level", "warn")
 	recs, err := taskenv.LoadStore("--tasks", store, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
@@ -296,32 +288,6 @@ func BenchmarkReplayAgainstReal(b *testing.B) {
 			}
 			play(b, tasks, 1, actors.Deps{Provider: prov, Harness: tenv.Harness, Log: zerolog.Nop()})
 		})
-	}
-}
-
-func benchStore(b *testing.B, dir string) (store, tiny string) {
-	tiny, err := filepath.Abs("../../../synth/validate/testdata/tiny")
-	if err != nil {
-		b.Fatal(err)
-	}
-	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
-	if err != nil {
-		b.Fatalf("go env: %v", err)
-	}
-	dirs := strings.Fields(string(goenv))
-	b.Setenv("GOCACHE", dirs[0])
-	b.Setenv("GOMODCACHE", dirs[1])
-	b.Setenv("GOPROXY", "off")
-	b.Setenv("GOTOOLCHAIN", "local")
-	store = filepath.Join(dir, "tasks.jsonl")
-	benchFrog(b, "synth", "--source", tiny, "--n", "6", "--out", store, "--min-timeout", "5s", "--log-level", "warn")
-	return store, tiny
-}
-
-func benchFrog(b *testing.B, args ...string) {
-	var out, errb bytes.Buffer
-	if err := Run(context.Background(), args, &out, &errb); err != nil {
-		b.Fatalf("frog %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
 }
 

@@ -83,8 +83,8 @@ func TestFunctionsAndFilesStayShort(t *testing.T) {
 // TestLinkerDropsUnusedMethods links frog and fails when something in it
 // looks methods up by name at run time (text/template, html/template,
 // reflect.Value.MethodByName): the linker then keeps every exported method
-// of every type, which took the binary from 59 to 91 MB and added 17 MB to
-// every frog process's resident memory (docs/actors.md has the figures).
+// of every type, and every frog process maps them (docs/actors.md has the
+// figures).
 func TestLinkerDropsUnusedMethods(t *testing.T) {
 	out, err := exec.Command("go", "build", "-ldflags=-dumpdep", "-o", os.DevNull, ".").CombinedOutput()
 	if err != nil {

@@ -1,9 +1,11 @@
 package openai
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"text/template/parse"
 )
@@ -13,9 +15,9 @@ import (
 //
 // The reason is size: text/template looks methods up by name at run time,
 // which makes the linker keep every exported method of every type in the
-// binary. In frog that is most of the OpenAI SDK, about 23 MB of the binary
-// and of every frog process's resident memory. The evaluator reads fields
-// only, so the linker can drop what nothing calls.
+// binary, most of the OpenAI SDK among them, and every frog process maps
+// them (docs/llm.md has the figures). The evaluator reads fields only, so
+// the linker can drop what nothing calls.
 //
 // The syntax is text/template's (the parser is text/template/parse); what
 // runs is a subset: text, comments, {{.}}, fields and map keys ({{.Task.Repo}},
@@ -242,20 +244,15 @@ func (s *state) rangeOver(dot reflect.Value, r *parse.RangeNode) error {
 // sortKeys orders a map's keys as text/template does for the kinds a
 // prompt's data has: strings and integers ascending.
 func sortKeys(keys []reflect.Value) {
-	less := func(a, b reflect.Value) bool {
+	slices.SortFunc(keys, func(a, b reflect.Value) int {
 		switch a.Kind() {
 		case reflect.String:
-			return a.String() < b.String()
+			return cmp.Compare(a.String(), b.String())
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			return a.Int() < b.Int()
+			return cmp.Compare(a.Int(), b.Int())
 		}
-		return fmt.Sprint(a) < fmt.Sprint(b)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && less(keys[j], keys[j-1]); j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
+		return cmp.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	})
 }
 
 func (s *state) pipe(dot reflect.Value, p *parse.PipeNode) (reflect.Value, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,8 +58,9 @@ func Explain(dir string, max int) (Explanation, error) {
 
 // Decisions reads the decisions of kind that the trajectory shards in dir
 // recorded, at most max, the latest first (the last shards, read from their
-// last lines). Lines that do not parse (a torn last line of a killed run)
-// are skipped.
+// last lines). It holds one line at a time and decodes only the actions'
+// decisions. Lines that do not parse (a torn last line of a killed run) are
+// skipped.
 func Decisions(dir, kind string, max int) ([]*env.Decision, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "shard-*.jsonl"))
 	if err != nil {
@@ -67,22 +69,63 @@ func Decisions(dir, kind string, max int) ([]*env.Decision, error) {
 	slices.Sort(names)
 	var out []*env.Decision
 	for i := len(names) - 1; i >= 0 && len(out) < max; i-- {
-		data, err := os.ReadFile(names[i])
+		if out, err = shardDecisions(names[i], kind, max, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// shardDecisions appends to out the decisions of kind in the shard file
+// name, its last lines first, until out holds max.
+func shardDecisions(name, kind string, max int, out []*env.Decision) ([]*env.Decision, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The offsets where lines start, then the lines read back from the end.
+	starts := []int64{0}
+	buf := make([]byte, 1<<20)
+	var off int64
+	for {
+		n, err := f.Read(buf)
+		for j := 0; j < n; {
+			k := bytes.IndexByte(buf[j:n], '\n')
+			if k < 0 {
+				break
+			}
+			j += k + 1
+			starts = append(starts, off+int64(j))
+		}
+		off += int64(n)
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
-		lines := bytes.Split(data, []byte("\n"))
-		for j := len(lines) - 1; j >= 0 && len(out) < max; j-- {
-			var rec struct {
-				Steps []env.Step `json:"steps"`
-			}
-			if json.Unmarshal(lines[j], &rec) != nil {
-				continue
-			}
-			for k := range rec.Steps {
-				if d := rec.Steps[k].Action.Decision; d != nil && d.Kind == kind && len(out) < max {
-					out = append(out, d)
-				}
+	}
+	starts = append(starts, off)
+	var line []byte
+	for j := len(starts) - 2; j >= 0 && len(out) < max; j-- {
+		line = slices.Grow(line[:0], int(starts[j+1]-starts[j]))[:starts[j+1]-starts[j]]
+		if _, err := f.ReadAt(line, starts[j]); err != nil {
+			return nil, err
+		}
+		var rec struct {
+			Steps []struct {
+				Action struct {
+					Decision *env.Decision `json:"decision"`
+				} `json:"action"`
+			} `json:"steps"`
+		}
+		if json.Unmarshal(bytes.TrimSpace(line), &rec) != nil {
+			continue
+		}
+		for _, st := range rec.Steps {
+			if d := st.Action.Decision; d != nil && d.Kind == kind && len(out) < max {
+				out = append(out, d)
 			}
 		}
 	}

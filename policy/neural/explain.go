@@ -52,20 +52,27 @@ func Explain(d Dims, p, start []float32, decisions []*env.Decision) []Weight {
 		}
 		n++
 		x := slices.Clone(dec.Features)
-		base := softmax(scores(d, p, x, 1))
+		raw := scores(d, p, x, 1)
+		base := softmax(raw)
 		best := argmax(base)
+		moved := slices.Clone(raw)
 		for f := range d.F {
-			// Zeroing f changes only the options where it is not zero.
+			// Zeroing f changes the scores of the options where it is not
+			// zero, and only those: each is scored again alone.
 			touched := false
 			for r := range dec.Options() {
-				if x[r*d.F+f] != 0 {
-					x[r*d.F+f], touched = 0, true
+				row := x[r*d.F : (r+1)*d.F]
+				if row[f] != 0 {
+					v := row[f]
+					row[f], touched = 0, true
+					moved[r] = scores(d, p, row, 1)[0]
+					row[f] = v
 				}
 			}
 			if !touched {
 				continue
 			}
-			q := softmax(scores(d, p, x, 1))
+			q := softmax(moved)
 			var tv float64
 			for r := range q {
 				tv += math.Abs(float64(q[r] - base[r]))
@@ -74,7 +81,7 @@ func Explain(d Dims, p, start []float32, decisions []*env.Decision) []Weight {
 			if argmax(q) != best {
 				out[f].Flips++
 			}
-			copy(x, dec.Features)
+			copy(moved, raw)
 		}
 	}
 	if n > 0 {

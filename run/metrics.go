@@ -44,7 +44,12 @@ type Event struct {
 	// measure per operator family of the bug (actors.EvalReport).
 	MRR      *actors.Mean    `json:"mrr,omitempty"`
 	ByFamily []actors.RateOf `json:"by_family,omitempty"`
-	Elapsed  float64         `json:"elapsed_seconds,omitempty"`
+	// FirstSolves are the evaluation's episodes one by one (the try that
+	// first fixed each task, 0 for none), so that two evaluations of the
+	// same tasks can be compared pair by pair (actors.Compare). Runs of a
+	// frog before them have none.
+	FirstSolves []actors.FirstSolve `json:"first_solves,omitempty"`
+	Elapsed     float64             `json:"elapsed_seconds,omitempty"`
 }
 
 // UpdateEvent is the metrics line of one learner update. Its

@@ -43,7 +43,9 @@ started (--start), the first and last held-out evaluations against the
 baselines (with --baselines prior, the hand prior's level) — solved, within 1, 3 and 10 tries
 (95% Wilson intervals) and the mean reciprocal rank of the first fix (MRR,
 95% percentile bootstrap interval) — and the last evaluation per operator
-family of the bug (whose inverse template is the fix); and, for the built-in
+family of the bug (whose inverse template is the fix); the last evaluation
+against the first and against each baseline task by task (how many tasks
+only one of the two solved, and McNemar's exact p); and, for the built-in
 policy, the features its network weighs most: for each, how far the network's
 choices move when the feature is zeroed (over the last 300 decisions its
 trajectories recorded) and its linear weight at the start and now, so that you
@@ -92,6 +94,9 @@ type runSeries struct {
 	Weights *run.Explanation `json:"weights,omitempty"`
 	// Start is where the run's network started (--start; readStart).
 	Start string `json:"start,omitempty"`
+	// Pairs compares the last held-out evaluation with the first and with
+	// each baseline, task by task (pairs).
+	Pairs []actors.Comparison `json:"pairs,omitempty"`
 }
 
 func readRun(dir string) (*runSeries, error) {
@@ -157,7 +162,37 @@ func readRun(dir string) (*runSeries, error) {
 	if len(s.Train) == 0 && len(s.Heldout) == 0 {
 		return nil, fmt.Errorf("report: %s/metrics.jsonl holds no update and no evaluation", dir)
 	}
+	s.Pairs = s.pairs()
 	return s, nil
+}
+
+// pairs compares the last held-out evaluation of the trained policy with
+// its first and with each baseline on the tasks both played, at the last
+// evaluation's marks, where both lines hold their episodes one by one.
+func (s *runSeries) pairs() []actors.Comparison {
+	n := len(s.Heldout)
+	if n == 0 || len(s.Heldout[n-1].FirstSolves) == 0 {
+		return nil
+	}
+	last := s.Heldout[n-1]
+	of := func(e run.Event, name string) actors.EvalReport {
+		return actors.EvalReport{Policy: name, FirstSolves: e.FirstSolves}
+	}
+	var marks []int
+	for _, a := range last.AtTries {
+		marks = append(marks, a.Tries)
+	}
+	a := of(last, fmt.Sprintf("update %d", last.AtUpdate))
+	var out []actors.Comparison
+	if first := s.Heldout[0]; n > 1 && len(first.FirstSolves) > 0 {
+		out = append(out, actors.Compare(a, of(first, fmt.Sprintf("update %d", first.AtUpdate)), marks))
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Baselines)) {
+		if b := s.Baselines[name]; len(b.FirstSolves) > 0 {
+			out = append(out, actors.Compare(a, of(b, "baseline "+name), marks))
+		}
+	}
+	return out
 }
 
 func (s *runSeries) plots() ([][]*plot.Plot, error) {
@@ -332,6 +367,12 @@ func (s *runSeries) print(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%.3f [%.3f, %.3f]\t\n", f.MRR.Mean, f.MRR.Lo, f.MRR.Hi)
 		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printPairs(w, s.Pairs); err != nil {
+		return err
 	}
 	for _, f := range s.Files {
 		fmt.Fprintf(tw, "wrote\t%s\t\n", f)

@@ -49,7 +49,8 @@ func TestReportDrawsEachUpdateOnce(t *testing.T) {
 // of the groups judged between updates that had no signal (dropped and
 // refilled ones included, where the batch's own share is 0), and the
 // summary prints within 1, 3 and 10 tries, the MRR and the last
-// evaluation per family, for the trained policy and the baselines.
+// evaluation per family, for the trained policy and the baselines, and
+// the last evaluation against the first and each baseline, task by task.
 func TestReportShowsDroppedGroupsAndRanks(t *testing.T) {
 	dir := t.TempDir()
 	var b bytes.Buffer
@@ -61,7 +62,8 @@ func TestReportShowsDroppedGroupsAndRanks(t *testing.T) {
 	}
 	ev := func(kind, name string, update int64, ranks ...int) {
 		r := evalOf(name, ranks...)
-		line, _ := json.Marshal(run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &r.Solved, AtTries: r.AtTries, MRR: &r.MRR, ByFamily: r.ByFamily})
+		line, _ := json.Marshal(run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &r.Solved, AtTries: r.AtTries, MRR: &r.MRR, ByFamily: r.ByFamily,
+			FirstSolves: r.FirstSolves})
 		b.Write(append(line, '\n'))
 	}
 	ev("eval", "neural", 0, 0, 0, 3, 1)
@@ -95,6 +97,13 @@ func TestReportShowsDroppedGroupsAndRanks(t *testing.T) {
 		`(?m)^MRR of the first fix +0\.333 \[[0-9.]+, [0-9.]+\] +0\.625 \[[0-9.]+, [0-9.]+\] +0\.312 `,
 		`(?m)^by family, update 2 +solved +within 1 +within 3 +within 10 +MRR`,
 		`(?m)^ +stmt +3/4 +2/4 +3/4 +3/4 +0\.625 `,
+		// Ranks 1,1,2,0 against 0,0,3,1: within 1 try only the last
+		// solves tasks 1 and 2, only the first task 4; within 3 both
+		// solve task 3. Against the baseline (4,0,0,1) within 3 tries the
+		// last alone solves three tasks and the baseline alone one.
+		`(?m)^update 2 vs update 0 +1 try +4 +0 +2 +1 +1 *$`,
+		`(?m)^update 2 vs update 0 +3 tries +4 +1 +2 +1 +1 *$`,
+		`(?m)^update 2 vs baseline fl-greedy +3 tries +4 +0 +3 +1 +0\.625 *$`,
 	} {
 		if !regexp.MustCompile(re).Match(out.Bytes()) {
 			t.Errorf("no line matches %s in\n%s", re, out.String())

@@ -148,7 +148,7 @@ func (t *trainer) record(ctx context.Context, kind, name string, update int64, p
 		return
 	}
 	e := run.Event{Kind: kind, Policy: name, AtUpdate: update, Solved: &rep.Solved, AtTries: rep.AtTries, MRR: &rep.MRR,
-		ByFamily: rep.ByFamily, Elapsed: time.Since(t0).Seconds()}
+		ByFamily: rep.ByFamily, FirstSolves: rep.FirstSolves, Elapsed: time.Since(t0).Seconds()}
 	if err := t.dir.WriteEvent(e); err != nil {
 		t.log.Error().Err(err).Msg("write metrics.jsonl")
 	}

@@ -49,6 +49,42 @@ func DefaultRoundsConfig() RoundsConfig {
 		LastBand: [2]float64{0, 0.5}, LastRound: 4, Refine: true, Updates: 16}
 }
 
+// RoundsOptions are the settings of a RoundsConfig that frog's commands
+// take from their user (--round-size, --round-band, …), as their
+// config.json records them: the bands as "lo,hi", the calibration in
+// rollouts (0: one group). The commands make a RoundsConfig of them,
+// checking each against its flag.
+type RoundsOptions struct {
+	Size        int    `json:"size"`
+	Calibration int    `json:"calibration"`
+	Band        string `json:"band"`
+	LastBand    string `json:"last_band"`
+	LastRound   int    `json:"last_round"`
+	Refine      bool   `json:"refine"`
+	Updates     int    `json:"updates"`
+}
+
+// DefaultRoundsOptions are DefaultRoundsConfig's settings as options.
+func DefaultRoundsOptions() RoundsOptions {
+	d := DefaultRoundsConfig()
+	return RoundsOptions{Size: d.Size, Band: fmt.Sprintf("%g,%g", d.Band[0], d.Band[1]),
+		LastBand: fmt.Sprintf("%g,%g", d.LastBand[0], d.LastBand[1]), LastRound: d.LastRound, Refine: d.Refine, Updates: d.Updates}
+}
+
+// Held are the ids of the tasks the curriculum may serve again: the
+// candidates of the round under way and the admitted tasks of it and of
+// the round before.
+func (r *Rounds) Held() []string {
+	var ids []string
+	for _, c := range r.order {
+		ids = append(ids, c.t.ID)
+	}
+	for _, t := range r.prev {
+		ids = append(ids, t.ID)
+	}
+	return ids
+}
+
 func (c RoundsConfig) validate() error {
 	band := func(name string, b [2]float64) error {
 		if !(b[0] >= 0 && b[0] <= b[1] && b[1] <= 1) {
@@ -107,8 +143,9 @@ type RoundReport struct {
 	Refined    int64 `json:"refined"`
 	Dropped    int64 `json:"dropped"`
 	// CalibrationEpisodes counts its calibration outcomes; Replays the
-	// groups of its admitted tasks planned; Updates the policy updates of
-	// its training.
+	// groups of admitted tasks planned during it (its own, or, while it
+	// has admitted none, the previous round's); Updates the policy updates
+	// of its training.
 	CalibrationEpisodes int64 `json:"calibration_episodes"`
 	Replays             int64 `json:"replays"`
 	Updates             int64 `json:"updates"`

@@ -188,7 +188,7 @@ func (c *curriculumActor) addState(ck *Checkpoint) {
 }
 
 // record writes the curriculum's state to the metrics hook; the per-bin
-// table only every tenth record, to keep the lines short.
+// and per-round tables only every tenth record, to keep the lines short.
 func (c *curriculumActor) record() {
 	if c.onRecord == nil {
 		return
@@ -199,6 +199,11 @@ func (c *curriculumActor) record() {
 		f := *st.Frontier
 		f.Bins = nil
 		st.Frontier = &f
+	}
+	if st.Rounds != nil && c.records%10 != 0 {
+		r := *st.Rounds
+		r.PerRound = nil
+		st.Rounds = &r
 	}
 	c.records++
 	c.onRecord(CurriculumRecord{Kind: "curriculum", Version: c.version, CurriculumStats: st})

@@ -150,6 +150,15 @@ func TestConformance(t *testing.T) {
 			return r
 		}
 	}
+	mks[StrategyRounds] = func() Curriculum {
+		cfg := DefaultRoundsConfig()
+		cfg.Size, cfg.GroupSize, cfg.Updates, cfg.LastRound, cfg.Seed = 5, 4, 2, 3, 7
+		r, err := NewRounds(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	for name, mk := range mks {
 		t.Run(name, func(t *testing.T) { conform(mk, t.Errorf) })
 	}

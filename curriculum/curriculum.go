@@ -61,6 +61,8 @@ type CurriculumStats struct {
 	// Frontier is the state of a replay curriculum (frontier, uniform,
 	// easy, hard, offline, frontier-no-synth).
 	Frontier *FrontierStats `json:"frontier,omitempty"`
+	// Rounds is the state of a rounds curriculum.
+	Rounds *RoundsStats `json:"rounds,omitempty"`
 }
 
 // Bin is the tally of one unit-wide difficulty bin [Lo, Lo+1).

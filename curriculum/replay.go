@@ -82,6 +82,7 @@ type ReplayConfig struct {
 // ReplayOptions are the settings of a ReplayConfig that frog's commands
 // take from their user (--fresh-share, --curriculum-temperature, …), as
 // their config.json records them; Apply sets them in a ReplayConfig.
+// Rounds holds the rounds curriculum's (--round-size, …).
 type ReplayOptions struct {
 	FreshShare  float64 `json:"fresh_share"`
 	Temperature float64 `json:"temperature"`
@@ -90,6 +91,8 @@ type ReplayOptions struct {
 	FixedSet    int     `json:"fixed_set"`
 	Capacity    int     `json:"capacity"`
 	Compound    float64 `json:"compound,omitempty"`
+	// Rounds are the rounds curriculum's settings.
+	Rounds RoundsOptions `json:"rounds"`
 }
 
 // Apply sets o's settings in cfg.

@@ -16,8 +16,8 @@ import (
 
 // Snapshotter is a curriculum whose whole state can be saved as plain data
 // and put back: what `frog train --resume` continues from. It is an
-// optional capability, found by type assertion; Replay, Target and Fixed
-// have it.
+// optional capability, found by type assertion; Replay, Rounds, Target
+// and Fixed have it.
 //
 // Snapshot and Restore are called from the goroutine that drives the
 // curriculum (the curriculum actor's), between its other calls; neither

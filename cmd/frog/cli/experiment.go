@@ -213,7 +213,7 @@ func realDefaults(c *cobra.Command, o *experiment.Options) {
 // an experiment.
 func experimentCurriculum(o *experiment.Options, strategy string, seed uint64, difficulty float64) curriculumSpec {
 	return curriculumSpec{Name: strategy, Difficulty: difficulty, PassRate: defaultPassRate, Rate: defaultTargetRate,
-		Replay: replayOptions(o.Replay), Seed: seed, GroupsPerUpdate: o.GroupsPer}
+		Replay: replayOptions(o.Replay), Seed: seed, GroupsPerUpdate: o.GroupsPer, GroupSize: o.GroupSize}
 }
 
 // runExperiment runs the experiment (experiment.Run) and prints its table.

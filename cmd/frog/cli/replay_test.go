@@ -200,6 +200,15 @@ func TestReplayAgreesWithReal(t *testing.T) {
 			t.Errorf("frog train --env replay: the summary lacks %s:\n%s", want, sum)
 		}
 	}
+	// So does the rounds curriculum: its calibration episodes are among
+	// the budget's.
+	sum = runFrog(t, "train", "--env", "replay", "--table", table, "--episodes", "64", "--group-size", "4", "--device", "cpu",
+		"--curriculum", "rounds", "--round-size", "4", "--round-updates", "2", "--run-dir", filepath.Join(dir, "run-rounds"), "--json", "--log-level", "warn")
+	for _, want := range []string{`"accounted":true`, `"completed":64`, `"kind":"rounds"`, `"calibration_episodes":`} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("frog train --env replay --curriculum rounds: the summary lacks %s:\n%s", want, sum)
+		}
+	}
 	var out, errb bytes.Buffer
 	if err := Run(context.Background(), []string{"train", "--env", "replay", "--table", table, "--keep", "--run-dir", filepath.Join(dir, "run2")}, &out, &errb); err == nil || !strings.Contains(err.Error(), "not replayable") {
 		t.Errorf("frog train --env replay --keep: %v, want it refused as not replayable", err)

@@ -149,7 +149,7 @@ func (o *simOptions) validate() error {
 	if err := checkRunName(o.Name); err != nil {
 		return err
 	}
-	if _, err := newCurriculum(curriculumSpec{Name: o.Curriculum, Difficulty: o.Difficulty, PassRate: o.TargetPassRate, Rate: o.CurriculumRate, Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: 4}); err != nil {
+	if _, err := newCurriculum(curriculumSpec{Name: o.Curriculum, Difficulty: o.Difficulty, PassRate: o.TargetPassRate, Rate: o.CurriculumRate, Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: 4, GroupSize: o.Run.GroupSize}); err != nil {
 		return err
 	}
 	for name, v := range map[string]float64{"--time-scale": o.TimeScale, "--difficulty": o.Difficulty,
@@ -225,7 +225,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		return err
 	}
 	defer release()
-	cur, err := newCurriculum(curriculumSpec{Name: o.Curriculum, Difficulty: o.Difficulty, PassRate: o.TargetPassRate, Rate: o.CurriculumRate, Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: o.Run.GroupsPerUpdate})
+	cur, err := newCurriculum(curriculumSpec{Name: o.Curriculum, Difficulty: o.Difficulty, PassRate: o.TargetPassRate, Rate: o.CurriculumRate, Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: o.Run.GroupsPerUpdate, GroupSize: o.Run.GroupSize})
 	if err != nil {
 		return err
 	}
@@ -305,6 +305,10 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 		r.PolicyServer.Requests, r.PolicyServer.Batches, r.PolicyServer.MeanBatch, r.PolicyServer.MaxBatch)
 	fmt.Fprintf(tw, "curriculum\t%s\tfinal difficulty %.2f\tpass rate %.3f\t\n",
 		r.Curriculum.Kind, r.Curriculum.Difficulty, r.Curriculum.PassRate)
+	if rs := r.Curriculum.Rounds; rs != nil {
+		fmt.Fprintf(tw, "rounds\tround %d (%s)\tcalibration %d episodes\t%d candidates: %d admitted, %d refined, %d dropped\t\n",
+			rs.Round, rs.Phase, rs.CalibrationEpisodes, rs.Candidates, rs.Admitted, rs.Refined, rs.Dropped)
+	}
 	fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
 	if t := r.Tasks; t != nil {
 		h := t.Harness

@@ -226,7 +226,7 @@ func (o *trainOptions) envFlags(f *pflag.FlagSet) {
 // curriculumSpec is the curriculum the flags name.
 func (o *trainOptions) curriculumSpec() curriculumSpec {
 	return curriculumSpec{Name: o.Curriculum, Difficulty: o.StartDiff, PassRate: o.TargetPassRate, Rate: defaultTargetRate,
-		Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: o.Run.GroupsPerUpdate}
+		Replay: o.ReplayOpts, Seed: o.Seed, GroupsPerUpdate: o.Run.GroupsPerUpdate, GroupSize: o.Run.GroupSize}
 }
 
 func (o *trainOptions) validate(c *cobra.Command) error {

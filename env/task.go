@@ -43,6 +43,11 @@ type Task struct {
 	Version   string     `json:"version,omitempty"`
 	Package   string     `json:"package,omitempty"`
 	Mutations []Mutation `json:"mutations,omitempty"`
+	// Private is what a simulation keeps of the task for its own use, so
+	// that it lives exactly as long as the task does (frog sim's oracle
+	// keeps the task's fix here). No policy is shown it (it is not in the
+	// TaskView) and it is never written: a task read back has none.
+	Private any `json:"-"`
 }
 
 // Mutation is one injected change: Edits applied to the original file make

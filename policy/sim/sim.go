@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
@@ -21,7 +23,8 @@ func SolveProb(skill, difficulty float64) float64 {
 // Oracle is what the simulated agent knows that no real policy may: each
 // task's difficulty and fix. It is safe for concurrent use.
 type Oracle struct {
-	fixes sync.Map // task id -> Fix: written once a task, read by every step
+	kept sync.Map // task id -> Fix, from Add: held as long as the oracle
+	tied sync.Map // task id -> weak.Pointer[Fix], from Tie: held by the task
 }
 
 // Fix is a task as the oracle knows it: its difficulty and the content of
@@ -40,16 +43,46 @@ type FileContent struct {
 // NewOracle returns an empty oracle.
 func NewOracle() *Oracle { return &Oracle{} }
 
-// Add records what the oracle knows of task id.
-func (o *Oracle) Add(id string, f Fix) { o.fixes.Store(id, f) }
+// Add records what the oracle knows of task id, for as long as the oracle
+// lives.
+func (o *Oracle) Add(id string, f Fix) { o.kept.Store(id, f) }
+
+// Tie records what the oracle knows of t for as long as t, or a copy of
+// it, is reachable: the fix is kept in t.Private and the oracle forgets it
+// once no task holds it. A simulation that makes tasks without end (frog
+// sim) ties them, so that the oracle does not grow with every task made.
+func (o *Oracle) Tie(t *env.Task, f Fix) {
+	p := &f
+	t.Private = p
+	w := weak.Make(p)
+	o.tied.Store(t.ID, w)
+	runtime.AddCleanup(p, func(id string) { o.tied.CompareAndDelete(id, w) }, t.ID)
+}
 
 // Lookup returns what the oracle knows of task id.
 func (o *Oracle) Lookup(id string) (Fix, bool) {
-	f, ok := o.fixes.Load(id)
-	if !ok {
-		return Fix{}, false
+	if f, ok := o.kept.Load(id); ok {
+		return f.(Fix), true
 	}
-	return f.(Fix), true
+	if w, ok := o.tied.Load(id); ok {
+		if p := w.(weak.Pointer[Fix]).Value(); p != nil {
+			return *p, true
+		}
+	}
+	return Fix{}, false
+}
+
+// Known counts the tasks the oracle knows now (tied tasks whose last
+// holder is gone may be counted until the collector notices).
+func (o *Oracle) Known() int {
+	n := 0
+	for range o.kept.Range {
+		n++
+	}
+	for range o.tied.Range {
+		n++
+	}
+	return n
 }
 
 // SimFix is the fix of a simulated task (env/sim's convention: its gold

@@ -2,8 +2,11 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
@@ -98,4 +101,48 @@ func TestMultiFileFix(t *testing.T) {
 			t.Fatalf("actions %v, want %v", tools, want)
 		}
 	}
+}
+
+// TestOracleForgetsTasksNoOneHolds: a tied task's fix is known while the
+// task, or a copy of it, is held, and forgotten once none is, so that an
+// oracle fed without end does not grow without end; an added one stays.
+func TestOracleForgetsTasksNoOneHolds(t *testing.T) {
+	o := NewOracle()
+	o.Add("kept", Fix{Difficulty: 1})
+	held := make([]*env.Task, 100)
+	for i := range held {
+		held[i] = &env.Task{ID: fmt.Sprint("held", i), File: "f", Patch: "gold"}
+		o.Tie(held[i], SimFix(held[i]))
+	}
+	for i := range 1000 {
+		d := &env.Task{ID: fmt.Sprint("dropped", i), File: "f", Patch: "gold"}
+		o.Tie(d, SimFix(d))
+	}
+	copied := *held[70] // a copy keeps the fix as the original does
+	clear(held[50:])
+	held = held[:50]
+	// Cleanups run on their own goroutine after a collection: wait for
+	// them (a bound, not a timing).
+	for i := 0; i < 200 && o.Known() > 1+50+1; i++ {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := o.Known(); n != 1+50+1 {
+		t.Errorf("the oracle knows %d tasks; want 52: the added one, the 50 held and the copy", n)
+	}
+	for _, id := range []string{"kept", "held0", "held49", "held70"} {
+		if _, ok := o.Lookup(id); !ok {
+			t.Errorf("the oracle forgot %s, which is still held", id)
+		}
+	}
+	if f, ok := o.Lookup(copied.ID); !ok || f.Files[0].Content != "gold" {
+		t.Errorf("the copy's fix: %+v, %v", f, ok)
+	}
+	for _, id := range []string{"dropped3", "held51"} {
+		if _, ok := o.Lookup(id); ok {
+			t.Errorf("the oracle still knows %s, which nobody holds", id)
+		}
+	}
+	runtime.KeepAlive(held)
+	runtime.KeepAlive(copied)
 }

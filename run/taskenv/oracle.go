@@ -19,7 +19,8 @@ type oracleSource struct {
 }
 
 // OracleSource wraps src so that oracle is told the fix of every task it
-// serves, keeping src's capabilities (synth.Wrap). fix is SimFix or
+// serves, for as long as the task lives (Oracle.Tie), keeping src's
+// capabilities (synth.Wrap). fix is SimFix or
 // FixFor(src) for simulated tasks, Env.OracleFix for real ones.
 func OracleSource(src synth.Source, oracle *policysim.Oracle, fix func(context.Context, *env.Task) (policysim.Fix, error)) synth.Source {
 	o := oracleSource{oracle: oracle, fix: fix}
@@ -39,7 +40,7 @@ func (s oracleSource) tell(ctx context.Context, tasks []env.Task, err error) ([]
 			}
 			continue
 		}
-		s.oracle.Add(tasks[i].ID, f)
+		s.oracle.Tie(&tasks[i], f)
 		kept = append(kept, tasks[i])
 	}
 	return kept, err

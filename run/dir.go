@@ -227,6 +227,11 @@ func tornHash(tail []byte) string {
 	return hex.EncodeToString(sum[:6])
 }
 
+// outputMode is the mode of the files WriteFileAtomic writes: those of
+// the files frog creates with os.Create and OpenFile (0644; the umask is
+// not applied, as Chmod does not).
+const outputMode = 0o644
+
 // WriteJSONAtomic writes v as indented JSON to path (WriteFileAtomic).
 func WriteJSONAtomic(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -238,13 +243,18 @@ func WriteJSONAtomic(path string, v any) error {
 
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory, fsync and rename: a kill at any moment leaves the old file or
-// the new one, whole.
+// the new one, whole. The file is readable by all (mode 0644, as frog's
+// other outputs), not private like the temporary file it was.
 func WriteFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
+	if err := f.Chmod(outputMode); err != nil {
+		f.Close()
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)

@@ -201,3 +201,28 @@ func TestCutRunDirBackToTheCheckpoint(t *testing.T) {
 		t.Errorf("torn lines set aside: %v; want one file", torn)
 	}
 }
+
+// TestWriteFileAtomicIsReadableByAll: a file written atomically (a replay
+// table, config.json, a checkpoint) has the mode of frog's other outputs,
+// 0644, not the 0600 of the temporary file it was written through.
+func TestWriteFileAtomicIsReadableByAll(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"new.jsonl", "replaced.jsonl"} {
+		path := filepath.Join(dir, name)
+		if name == "replaced.jsonl" {
+			if err := os.WriteFile(path, []byte("old\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := WriteFileAtomic(path, []byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := st.Mode().Perm(), os.FileMode(0o644); got != want {
+			t.Errorf("%s: mode %v, want %v", name, got, want)
+		}
+	}
+}

@@ -109,17 +109,20 @@ func (e *Env) Stats() env.SandboxStats {
 }
 
 // Report is what a replay did: the calls it answered from the table and
-// those it could not, by tool.
+// those it could not, by tool. Tasks are the table's tasks, LeftOut the
+// store's tasks its making left out (the task check's quarantine among
+// them): a replay checks no task itself, frog tabulate did.
 type Report struct {
 	Table         string           `json:"table"`
 	Tasks         int              `json:"tasks"`
+	LeftOut       int              `json:"left_out"`
 	Answered      int64            `json:"answered"`
 	NotReplayable map[string]int64 `json:"not_replayable,omitempty"`
 }
 
 // Report is e's report so far; name names the table.
 func (e *Env) Report(name string) Report {
-	r := Report{Table: name, Tasks: len(e.tasks), Answered: e.st.calls.Load()}
+	r := Report{Table: name, Tasks: len(e.tasks), LeftOut: e.table.LeftOutTotal(), Answered: e.st.calls.Load()}
 	e.st.mu.Lock()
 	defer e.st.mu.Unlock()
 	if len(e.st.not) > 0 {
@@ -129,6 +132,15 @@ func (e *Env) Report(name string) Report {
 		}
 	}
 	return r
+}
+
+// Unanswered is how many calls were not replayable, of every tool.
+func (r Report) Unanswered() int64 {
+	var n int64
+	for _, k := range r.NotReplayable {
+		n += k
+	}
+	return n
 }
 
 // entry is task's, or ErrNotReplayable.

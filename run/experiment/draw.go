@@ -23,7 +23,8 @@ import (
 func (t Table) Draw(dir string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("held-out solve rate at equal budget (%s)", t.Mode)
-	p.X.Label.Text, p.Y.Label.Text = "test executions", "held-out solve rate (mean over seeds, 95% interval)"
+	unit, _ := t.unit()
+	p.X.Label.Text, p.Y.Label.Text = unit, "held-out solve rate (mean over seeds, 95% interval)"
 	p.Legend.Top, p.Legend.Left = true, true
 	for i, r := range t.Rows {
 		c := chart.Palette[i%len(chart.Palette)]

@@ -12,7 +12,7 @@ import (
 
 // A Runner runs one strategy with one seed of an experiment to the end of
 // its budget and measures its held-out curve: Sim for Mode "sim", Real
-// for Mode "real".
+// for Mode "real", Replay for Mode "replay".
 type Runner interface {
 	Run(ctx context.Context, strategy string, seed uint64) (Result, error)
 }
@@ -24,8 +24,8 @@ type Runner interface {
 // Table.Print prints). A run cut short by ctx is not recorded: Run
 // returns ctx's error, and the next invocation runs it again.
 func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
-	if o.Mode != "sim" && (o.Mode != "real" || o.Real == nil) {
-		return Table{}, fmt.Errorf("experiment mode %q: want sim, or real with its RealOptions", o.Mode)
+	if o.Mode != "sim" && (o.Mode != "real" || o.Real == nil) && (o.Mode != "replay" || o.Tables == nil) {
+		return Table{}, fmt.Errorf("experiment mode %q: want sim, real with its RealOptions or replay with its TableOptions", o.Mode)
 	}
 	results, err := OpenDir(o, deps.Version)
 	if err != nil {
@@ -41,6 +41,13 @@ func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
 		if runner, err = NewSim(o, deps); err != nil {
 			return Table{}, err
 		}
+	case o.Mode == "replay":
+		x, err := OpenReplay(o, deps)
+		if err != nil {
+			return Table{}, err
+		}
+		defer x.Close()
+		runner = x
 	default:
 		x, err := OpenReal(ctx, o, deps)
 		if err != nil {

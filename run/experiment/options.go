@@ -32,6 +32,7 @@ type Options struct {
 	TargetSolve  float64                  `json:"target_solve"`
 	Replay       curriculum.ReplayOptions `json:"replay_options"`
 	Real         *RealOptions             `json:"real,omitempty"`
+	Tables       *TableOptions            `json:"tables,omitempty"`
 
 	// Dir is the experiment directory.
 	Dir string `json:"-"`
@@ -51,6 +52,20 @@ type RealOptions struct {
 	TryCost  float64         `json:"try_cost"`
 	Device   string          `json:"device"`
 	TaskOpts taskenv.Options `json:"task_options"`
+}
+
+// TableOptions are the settings only Mode "replay" reads: the replay
+// tables (frog tabulate's) a run trains on and is evaluated on, and the
+// built-in policy's settings as in RealOptions. config.json records them
+// (nil in the other modes).
+type TableOptions struct {
+	Table        string        `json:"table"`
+	HeldoutTable string        `json:"heldout_table"`
+	Tries        int           `json:"tries"`
+	EvalTries    int           `json:"eval_tries"`
+	Learner      neural.Config `json:"learner"`
+	TryCost      float64       `json:"try_cost"`
+	Device       string        `json:"device"`
 }
 
 // Deps are what an experiment takes from its caller, which chooses the

@@ -262,20 +262,28 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 // since the last point not again), and adds the points, the curve and
 // the budget at which it reached the target solve rate to r.
 func (x *Real) curve(ctx context.Context, name string, seed uint64, r *Result, snaps []*neural.Policy, xs []int64) error {
-	o := x.o
+	return measureCurve(x.o, x.start, seed, r, snaps, xs, func(p *neural.Policy) (HeldoutPoint, error) { return x.evaluate(ctx, name, p) })
+}
+
+// measureCurve evaluates each of snaps, the policies at the budgets xs,
+// with evaluate: the first (the run's start) once per seed, kept in
+// start; a policy unchanged since the last point not again. It adds the
+// points, the curve and the budget at which it reached o's target solve
+// rate to r.
+func measureCurve(o Options, start map[uint64]HeldoutPoint, seed uint64, r *Result, snaps []*neural.Policy, xs []int64, evaluate func(*neural.Policy) (HeldoutPoint, error)) error {
 	var err error
 	for i, p := range snaps {
 		var pt HeldoutPoint
 		if i == 0 {
-			if v, ok := x.start[seed]; ok {
+			if v, ok := start[seed]; ok {
 				pt = v
-			} else if pt, err = x.evaluate(ctx, name, p); err != nil {
+			} else if pt, err = evaluate(p); err != nil {
 				return err
 			}
-			x.start[seed] = pt
+			start[seed] = pt
 		} else if snaps[i] == snaps[i-1] {
 			pt = r.Points[i-1] // no update between the two points
-		} else if pt, err = x.evaluate(ctx, name, p); err != nil {
+		} else if pt, err = evaluate(p); err != nil {
 			return err
 		}
 		y := pt.Solved
@@ -302,11 +310,17 @@ func (x *Real) evaluate(ctx context.Context, name string, p *neural.Policy) (Hel
 	if err != nil {
 		return HeldoutPoint{}, fmt.Errorf("held-out evaluation: %w", err)
 	}
+	return heldoutPoint(rep), nil
+}
+
+// heldoutPoint is what a held-out evaluation measured, as a point of the
+// curve.
+func heldoutPoint(rep actors.EvalReport) HeldoutPoint {
 	pt := HeldoutPoint{Solved: rep.Solved.Rate, TriesPerEpisode: rep.Cost.TriesPerEpisode, AtTries: rep.AtTries, MRR: &rep.MRR, ByFamily: rep.ByFamily}
 	for _, a := range rep.AtTries {
 		if a.Tries == 1 {
 			pt.SolvedFirstTry = a.Rate.Rate
 		}
 	}
-	return pt, nil
+	return pt
 }

@@ -14,8 +14,11 @@ import (
 
 // Result is one line of results.jsonl: one strategy, one seed.
 type Result struct {
-	Strategy   string  `json:"strategy"`
-	Seed       uint64  `json:"seed"`
+	Strategy string `json:"strategy"`
+	Seed     uint64 `json:"seed"`
+	// Budget and Executions count what the mode's budget counts: test
+	// executions, or episodes in Mode "replay" (a replayed verdict runs no
+	// test); so do Reach and CurveX.
 	Budget     int64   `json:"budget"`
 	Executions int64   `json:"test_executions"`
 	Episodes   int64   `json:"episodes"`

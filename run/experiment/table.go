@@ -181,12 +181,22 @@ func Summarize(results []Result, o Options) Table {
 	return tab
 }
 
+// unit is what a budget counts: episodes in a replay (a replayed
+// verdict runs no test), test executions otherwise; and its short name.
+func (t Table) unit() (string, string) {
+	if t.Mode == "replay" {
+		return "episodes", "episodes"
+	}
+	return "test executions", "execs"
+}
+
 // Print writes the table as text: what table.txt holds.
 func (t Table) Print(w io.Writer) error {
-	fmt.Fprintf(w, "curriculum experiment (%s): budget %d test executions per run, %d held-out tasks; 95%% bootstrap intervals over seeds\n",
-		t.Mode, t.Budget, t.Heldout)
+	unit, short := t.unit()
+	fmt.Fprintf(w, "curriculum experiment (%s): budget %d %s per run, %d held-out tasks; 95%% bootstrap intervals over seeds\n",
+		t.Mode, t.Budget, unit, t.Heldout)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "strategy\tseeds\tfinal held-out\tarea under curve\tzero-variance groups\ttrain pass\texecs to %.2f\tfinal − uniform (paired)\t\n", t.TargetSolve)
+	fmt.Fprintf(tw, "strategy\tseeds\tfinal held-out\tarea under curve\tzero-variance groups\ttrain pass\t%s to %.2f\tfinal − uniform (paired)\t\n", short, t.TargetSolve)
 	pct := func(v Interval) string { return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*v.Mean, 100*v.Lo, 100*v.Hi) }
 	for _, r := range t.Rows {
 		reach := "not reached"

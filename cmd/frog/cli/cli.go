@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,11 +139,13 @@ type globals struct {
 	logLevel   string
 	cpuProfile string
 	memProfile string
+	traceFile  string
 	memLimit   string
 	stdout     io.Writer
 	stderr     io.Writer
 	cpuFile    *os.File
 	memFile    *os.File
+	traceOut   *os.File
 }
 
 // logger builds the zerolog logger the flags ask for.
@@ -197,6 +200,7 @@ frog at once).`,
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
 	pf.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the command to this file")
 	pf.StringVar(&g.memProfile, "memprofile", "", "write a heap profile (pprof) at the end of the command to this file")
+	pf.StringVar(&g.traceFile, "trace", "", "write an execution trace of the command to this file (go tool trace; -pprof=sync or sched shows where it waits)")
 	pf.StringVar(&g.memLimit, "memory-limit", "", "soft limit of the Go heap, e.g. 950MiB or 8GiB (as GOMEMLIMIT): the collector works harder near it")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if g.memLimit != "" {
@@ -255,6 +259,17 @@ func (g *globals) startProfiles() error {
 		}
 		g.memFile = f
 	}
+	if g.traceFile != "" {
+		f, err := os.Create(g.traceFile)
+		if err != nil {
+			return usagef("--trace: %v", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--trace: %w", err)
+		}
+		g.traceOut = f
+	}
 	if g.cpuProfile == "" {
 		return nil
 	}
@@ -272,6 +287,13 @@ func (g *globals) startProfiles() error {
 
 func (g *globals) stopProfiles() error {
 	var errs []error
+	if g.traceOut != nil {
+		trace.Stop()
+		if err := g.traceOut.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("--trace: %w", err))
+		}
+		g.traceOut = nil
+	}
 	if g.cpuFile != nil {
 		pprof.StopCPUProfile()
 		if err := g.cpuFile.Close(); err != nil {

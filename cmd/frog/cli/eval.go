@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -349,11 +350,14 @@ func (o *evalOptions) recordTrajectories(deps actors.Deps, name string) (actors.
 	return deps, s.Close, nil
 }
 
-// policyDirName is a --policy name as one directory name: a run directory
-// or checkpoint path with its separators replaced.
+// policyDirName is a --policy name as one directory name without spaces:
+// a run directory or checkpoint path with its separators replaced, and
+// the words of a name such as "prior (replay)" joined by dashes
+// ("prior-replay").
 func policyDirName(name string) string {
 	name = strings.Trim(filepath.Clean(name), "./")
-	return strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(name)
+	name = strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(name)
+	return strings.Join(strings.FieldsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || r == '(' || r == ')' }), "-")
 }
 
 // playConcurrency is how many episodes of real tasks a frozen policy plays
@@ -386,7 +390,12 @@ func (r evalReport) print(w io.Writer, asJSON bool) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "quarantined\t%d\t\n", len(r.Quarantined))
+	if rp := r.Replay; rp != nil {
+		// A replay checks no task: frog tabulate checked the store's.
+		fmt.Fprintf(tw, "tasks\t%d from the table, checked when it was made (%d of the store's left out then); none checked here\t\n", rp.Tasks, rp.LeftOut)
+	} else {
+		fmt.Fprintf(tw, "quarantined\t%d\t\n", len(r.Quarantined))
+	}
 	if t := r.Tasks; t != nil {
 		fmt.Fprintf(tw, "harness\t%d test runs, %d schema builds, %d real tries, outcome cache hits %.1f%%\t\n",
 			t.Harness.Executions, t.Harness.Builds, t.Harness.RealTries, 100*t.Harness.HitRate)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,6 +33,7 @@ func newExperimentCmd(g *globals) *cobra.Command {
 func newExperimentCurriculumCmd(g *globals) *cobra.Command {
 	o := &experiment.Options{Real: &experiment.RealOptions{Learner: neural.DefaultConfig()}}
 	var asJSON bool
+	var tables experiment.TableOptions
 	c := &cobra.Command{
 		Use:   "curriculum",
 		Short: "Compare curricula at one budget of test executions: held-out solve rate per strategy, with intervals",
@@ -72,15 +74,25 @@ later one) are played greedily, --eval-tries tries each, by the policy of each
 of --points+1 points of the run's budget. Defaults for real mode: strategies
 frontier, uniform, easy and hard; --seeds 3; --budget 6000 (about 5 minutes a
 run on 2 cores: the whole experiment in about an hour); --points 2; --heldout
-40; --concurrency 2×CPUs; --task-refill 2.`,
+40; --concurrency 2×CPUs; --task-refill 2.
+
+--mode replay trains the same policy as real mode against a replay table of
+real verdicts (--table, made by frog tabulate) instead of sandboxes, and
+evaluates it on another (--heldout-table, tasks never trained on): fast, and
+named a replay in the table and logs. Its budget counts episodes, since a
+replayed verdict runs no test. Defaults for replay mode: the strategies of
+real mode; --seeds 3; --budget 4000 episodes; --points 10; --heldout every
+task of the held-out table; --concurrency 64. docs/replay.md says what a
+replay is and is not.`,
 		Example: `  frog experiment curriculum --mode sim --seeds 5 --budget 40000
   frog experiment curriculum --strategies frontier,uniform --seeds 3 --dir runs/exp-curriculum
-  frog experiment curriculum --mode real --seeds 3 --tasks runs/train-tasks.jsonl --dir runs/exp-real`,
+  frog experiment curriculum --mode real --seeds 3 --tasks runs/train-tasks.jsonl --dir runs/exp-real
+  frog experiment curriculum --mode replay --table runs/train.table.jsonl --heldout-table runs/heldout.table.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runExperiment(c.Context(), g, o, asJSON) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.Mode, "mode", "sim", "sim (the named simulation) or real (frog's neural policy trained on real tasks)")
+	f.StringVar(&o.Mode, "mode", "sim", "sim (the named simulation), real (frog's neural policy trained on real tasks) or replay (that policy against replay tables of real verdicts)")
 	f.StringSliceVar(&o.Strategies, "strategies", append(slices.Clone(curriculum.Strategies), "target"), "curricula to compare (--curriculum values)")
 	f.IntVar(&o.Seeds, "seeds", 5, "seeds per strategy")
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "the first seed; seeds are first-seed, first-seed+1, …")
@@ -99,25 +111,39 @@ run on 2 cores: the whole experiment in about an hour); --points 2; --heldout
 	f.Float64Var(&o.TargetSolve, "target-solve", 0.3, "held-out solve rate whose cost in test executions the table reports")
 	(*replayOptions)(&o.Replay).flags(f)
 	realFlags(f, o.Real)
+	f.StringVar(&tables.Table, "table", "", "replay: the replay table every run trains on (frog tabulate)")
+	f.StringVar(&tables.HeldoutTable, "heldout-table", "", "replay: the replay table of the held-out tasks (modules never trained on); --heldout tasks of it, its first")
 	f.StringVar(&o.Dir, "dir", "", "experiment directory (default runs/experiment-curriculum-<mode>-<UTC time>)")
 	f.BoolVar(&asJSON, "json", false, "print the table as one JSON object")
-	c.PreRunE = func(c *cobra.Command, _ []string) error {
-		switch o.Mode {
-		case "real":
-			realDefaults(c, o)
-		case "sim":
-			o.Real = nil
-		}
-		return validateExperiment(o)
-	}
+	c.PreRunE = func(c *cobra.Command, _ []string) error { return prepareExperiment(c, o, tables) }
 	return c
+}
+
+// prepareExperiment sets the defaults of o's mode where the command line
+// did not set them (tables: --mode replay's) and checks the flags.
+func prepareExperiment(c *cobra.Command, o *experiment.Options, tables experiment.TableOptions) error {
+	switch o.Mode {
+	case "real":
+		realDefaults(c, o)
+	case "sim":
+		o.Real = nil
+	case envReplay:
+		realDefaults(c, o)
+		if err := replayDefaults(c, o, tables); err != nil {
+			return err
+		}
+	}
+	if o.Mode != envReplay && (tables.Table != "" || tables.HeldoutTable != "") {
+		return usagef("--table and --heldout-table: only with --mode replay")
+	}
+	return validateExperiment(o)
 }
 
 // validateExperiment checks the flags of frog experiment curriculum.
 func validateExperiment(o *experiment.Options) error {
 	switch {
-	case o.Mode != "sim" && o.Mode != "real":
-		return usagef("--mode %q: want sim or real", o.Mode)
+	case o.Mode != "sim" && o.Mode != "real" && o.Mode != envReplay:
+		return usagef("--mode %q: want sim, real or replay", o.Mode)
 	case len(o.Strategies) == 0:
 		return usagef("--strategies: want at least one")
 	case o.Seeds < 1:
@@ -137,6 +163,18 @@ func validateExperiment(o *experiment.Options) error {
 	for _, s := range o.Strategies {
 		if _, err := newCurriculum(experimentCurriculum(o, s, 1, 0)); err != nil {
 			return err
+		}
+	}
+	if t := o.Tables; t != nil {
+		switch {
+		case t.Tries < 1 || t.EvalTries < 1 || t.Tries > actors.MaxSteps-12 || t.EvalTries > actors.MaxSteps-12:
+			return usagef("--tries %d, --eval-tries %d: want 1 to %d", t.Tries, t.EvalTries, actors.MaxSteps-12)
+		case t.Learner.Validate() != nil:
+			return &UsageError{Err: t.Learner.Validate()}
+		case !(t.TryCost >= 0 && t.TryCost < 1):
+			return usagef("--try-cost %v: want a share in [0, 1)", t.TryCost)
+		case t.Device != "auto" && t.Device != "cpu" && t.Device != "cuda":
+			return usagef("--device %q: want auto, cpu or cuda", t.Device)
 		}
 	}
 	if r := o.Real; r != nil {
@@ -209,6 +247,50 @@ func realDefaults(c *cobra.Command, o *experiment.Options) {
 	}
 }
 
+// replayDefaults makes o a replay experiment on tables: real mode's
+// policy settings (realDefaults set them) against the tables, with the
+// defaults of a replay where the command line did not set them. It reads
+// both tables, so that a table that does not load, or was made for
+// another protocol than the learner's, is refused before anything runs.
+func replayDefaults(c *cobra.Command, o *experiment.Options, tables experiment.TableOptions) error {
+	changed := c.Flags().Changed
+	for _, name := range []string{"tasks", "heldout-tasks", "sandbox"} {
+		if changed(name) {
+			return usagef("--mode replay: --%s: the tables hold the tasks and their verdicts", name)
+		}
+	}
+	if tables.Table == "" || tables.HeldoutTable == "" {
+		return usagef("--mode replay: --table and --heldout-table are required (frog tabulate makes them)")
+	}
+	train, err := readTable("--table", tables.Table)
+	if err != nil {
+		return err
+	}
+	if err := checkTrainReplayable(train, o.Real.Learner); err != nil {
+		return &UsageError{Err: fmt.Errorf("--table %s: %w", tables.Table, err)}
+	}
+	held, err := readTable("--heldout-table", tables.HeldoutTable)
+	if err != nil {
+		return err
+	}
+	r := o.Real
+	tables.Tries, tables.EvalTries, tables.Learner, tables.TryCost, tables.Device = r.Tries, r.EvalTries, r.Learner, r.TryCost, r.Device
+	o.Tables, o.Real = &tables, nil
+	if !changed("budget") {
+		o.Budget = 4000
+	}
+	if !changed("points") {
+		o.Points = 10
+	}
+	if !changed("concurrency") {
+		o.Concurrency = 64
+	}
+	if !changed("heldout") || o.Heldout > len(held.Records) {
+		o.Heldout = len(held.Records)
+	}
+	return nil
+}
+
 // experimentCurriculum is the curriculum spec of strategy in one run of
 // an experiment.
 func experimentCurriculum(o *experiment.Options, strategy string, seed uint64, difficulty float64) curriculumSpec {
@@ -224,6 +306,9 @@ func runExperiment(ctx context.Context, g *globals, o *experiment.Options, asJSO
 	}
 	if o.Dir == "" {
 		o.Dir = filepath.Join("runs", "experiment-curriculum-"+o.Mode+"-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	if o.Mode == envReplay {
+		log = log.With().Str("env", envReplay).Logger() // every line names it a replay
 	}
 	deps := experiment.Deps{
 		Version: version(), Log: log, Sandboxes: sandboxOpener(sandboxSpec{}, log), Tensor: cuda.Open,

@@ -21,8 +21,8 @@ import (
 	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/policy/repair"
+	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
-	"github.com/frognano/frog/synth/store"
 )
 
 // The environments --env names: real sandboxes, or a replay of a table.
@@ -46,16 +46,7 @@ func openReplay(path string) (*replay.Env, error) {
 
 // replayTasks are the table's tasks, labelled for a report, the first
 // limit of them (0: all).
-func replayTasks(t *replay.Table, limit int) []actors.EvalTask {
-	var out []actors.EvalTask
-	for _, r := range t.Records {
-		if limit > 0 && len(out) == limit {
-			break
-		}
-		out = append(out, actors.EvalTask{Task: r.Task, Module: r.Module, Family: r.Family, K: r.K})
-	}
-	return out
-}
+func replayTasks(t *replay.Table, limit int) []actors.EvalTask { return taskenv.TableTasks(t, limit) }
 
 // policyProtocol is the repair protocol pol plays, its defaults filled
 // in, or false for a policy that plays none (a language model).
@@ -262,18 +253,14 @@ func (o *trainOptions) openReplay(held []string, log zerolog.Logger) (*replay.En
 	if err != nil {
 		return nil, nil, nil, &UsageError{Err: fmt.Errorf("--table: %w", err)}
 	}
-	recs := make([]synth.TaskRecord, len(train.Records))
-	for i, r := range train.Records {
-		recs[i] = synth.TaskRecord{Task: r.Task, Family: r.Family, Features: synth.Features{K: r.K}}
-	}
-	src, err := store.NewSource(recs, o.Seed)
+	src, err := taskenv.TableSource(train, o.Seed)
 	if err != nil {
 		return nil, nil, nil, &UsageError{Err: fmt.Errorf("--table %s: %w", o.Replay.Table, err)}
 	}
 	if len(held) > 0 {
 		src.MarkServed(held)
 	}
-	log.Info().Str("table", o.Replay.Table).Int("tasks", len(recs)).Int("heldout", len(heldout)).Msg("replaying: every verdict looked up in the tables, none run")
+	log.Info().Str("table", o.Replay.Table).Int("tasks", src.Len()).Int("heldout", len(heldout)).Msg("replaying: every verdict looked up in the tables, none run")
 	return rp, src, heldout, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -335,6 +336,15 @@ func TestReplayUsage(t *testing.T) {
 		{[]string{"train", "--env", "replay", "--table", cut, "--run-dir", filepath.Join(dir, "r")}, "cut short"},
 		{[]string{"train", "--env", "replay", "--table", empty, "--heldout", store, "--run-dir", filepath.Join(dir, "r")}, "--heldout-table"},
 		{[]string{"train", "--env", "replay", "--table", empty, "--policy", "openai", "--run-dir", filepath.Join(dir, "r")}, "built-in policy"},
+		{[]string{"sim", "--env", "replay", "--run-dir", filepath.Join(dir, "r")}, "--table is required"},
+		{[]string{"sim", "--env", "bogus"}, `--env "bogus": want sim or replay`},
+		{[]string{"sim", "--table", empty}, "--table: only with --env replay"},
+		{[]string{"sim", "--env", "replay", "--table", cut, "--run-dir", filepath.Join(dir, "r")}, "cut short"},
+		{[]string{"sim", "--env", "replay", "--table", empty, "--tasks", "sim-bins"}, "the simulation's, not a replay's"},
+		{[]string{"experiment", "curriculum", "--mode", "replay", "--dir", filepath.Join(dir, "r")}, "--table and --heldout-table are required"},
+		{[]string{"experiment", "curriculum", "--table", empty, "--dir", filepath.Join(dir, "r")}, "only with --mode replay"},
+		{[]string{"experiment", "curriculum", "--mode", "replay", "--table", cut, "--heldout-table", cut, "--dir", filepath.Join(dir, "r")}, "cut short"},
+		{[]string{"experiment", "curriculum", "--mode", "replay", "--table", empty, "--heldout-table", empty, "--tasks", store, "--dir", filepath.Join(dir, "r")}, "the tables hold the tasks"},
 	} {
 		var out, errb bytes.Buffer
 		err := Run(context.Background(), tc.args, &out, &errb)
@@ -344,5 +354,153 @@ func TestReplayUsage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "r")); err == nil {
 		t.Error("a refused replay run made its run directory")
+	}
+}
+
+// TestReplayTrajectoryDirHasNoSpaces: a policy's --trajectories directory
+// is named without spaces, a replay's too ("prior (replay)" was a
+// directory "prior (replay)").
+func TestReplayTrajectoryDirHasNoSpaces(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"fl-greedy", "fl-greedy"},
+		{replayName("prior"), "prior-replay"},
+		{replayName("runs/train-1"), "runs_train-1-replay"},
+		{"./runs/train 2/checkpoints/ck-10.bin", "runs_train-2_checkpoints_ck-10.bin"},
+	} {
+		if got := policyDirName(tc.name); got != tc.want {
+			t.Errorf("policyDirName(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReplayEvalSaysNoTaskWasChecked: frog eval --env replay checks no
+// task (frog tabulate did), so its report says so and not "quarantined 0".
+func TestReplayEvalSaysNoTaskWasChecked(t *testing.T) {
+	var buf bytes.Buffer
+	rep := evalReport{Replay: &replay.Report{Table: "t.jsonl", Tasks: 5, LeftOut: 2}}
+	if err := rep.print(&buf, false); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "quarantined") || !strings.Contains(out, "5 from the table, checked when it was made (2 of the store's left out then); none checked here") {
+		t.Errorf("frog eval --env replay's report:\n%s", out)
+	}
+	buf.Reset()
+	if err := (evalReport{Quarantined: []string{"a"}}).print(&buf, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "quarantined  1") {
+		t.Errorf("frog eval's report of real tasks:\n%s", buf.String())
+	}
+}
+
+// splitTable writes the first n tasks of the table at path to train and
+// the rest to heldout, each a table of its own.
+func splitTable(t *testing.T, path string, n int, train, heldout string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := replay.Decode(f, path)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Records) <= n {
+		t.Fatalf("%d tasks tabulated, left out %v: want more than %d", len(tab.Records), tab.LeftOut, n)
+	}
+	for file, recs := range map[string][]replay.Record{train: tab.Records[:n], heldout: tab.Records[n:]} {
+		var buf bytes.Buffer
+		part := replay.Table{Header: tab.Header, Records: recs}
+		if err := part.Encode(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReplaySimAndExperiment plays the tiny module's tasks, tabulated, with
+// frog sim --env replay and frog experiment curriculum --mode replay: each
+// plays every episode it admits against the table (none not replayable),
+// and names itself a replay in its summary or table. frog tabulate's table
+// is readable by all, and frog eval --env replay's trajectories are in a
+// directory without spaces.
+func TestReplaySimAndExperiment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("synthesizes and tabulates real tasks")
+	}
+	dir := t.TempDir()
+	store, tiny := replayStore(t, dir)
+	table := filepath.Join(dir, "table.jsonl")
+	runFrog(t, "tabulate", "--tasks", store, "--out", table, "--local", tiny, "--workspaces", filepath.Join(dir, "ws"), "--concurrency", "4", "--log-level", "warn")
+	if st, err := os.Stat(table); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("the table's mode: %v (%v), want 0644 as frog's other outputs", st.Mode().Perm(), err)
+	}
+	runFrog(t, "eval", "--env", "replay", "--table", table, "--policy", "prior", "--trajectories", filepath.Join(dir, "traj"), "--log-level", "warn")
+	if _, err := os.Stat(filepath.Join(dir, "traj", "prior-replay")); err != nil {
+		entries, _ := os.ReadDir(filepath.Join(dir, "traj"))
+		t.Errorf("frog eval --env replay --trajectories: %v; the directory holds %v", err, entries)
+	}
+
+	sum := runFrog(t, "sim", "--env", "replay", "--table", table, "--episodes", "96", "--group-size", "4", "--concurrency", "8",
+		"--device", "cpu", "--run-dir", filepath.Join(dir, "sim"), "--json", "--log-level", "warn")
+	var s struct {
+		Episodes actors.EpisodeCounts `json:"episodes"`
+		Learner  actors.LearnerStats  `json:"learner"`
+		Replay   *replay.Report       `json:"replay"`
+		Sim      any                  `json:"sim"`
+		Config   struct {
+			Replay simReplay `json:"replay"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(sum), &s); err != nil {
+		t.Fatalf("frog sim --env replay --json: %v\n%s", err, sum)
+	}
+	switch {
+	case s.Replay == nil || s.Replay.Table != table || s.Replay.Answered == 0 || len(s.Replay.NotReplayable) > 0:
+		t.Errorf("frog sim --env replay: replay %+v, want every call answered from %s", s.Replay, table)
+	case !s.Episodes.Accounted || s.Episodes.Completed != 96 || s.Episodes.FailedInfra != 0:
+		t.Errorf("frog sim --env replay: episodes %+v, want 96 completed", s.Episodes)
+	case s.Learner.Updates == 0:
+		t.Errorf("frog sim --env replay: no learner update (%+v)", s.Learner)
+	case s.Sim != nil:
+		t.Errorf("frog sim --env replay reports a simulated agent: %v", s.Sim)
+	case s.Config.Replay.Env != envReplay || s.Config.Replay.Table != table:
+		t.Errorf("frog sim --env replay: config %+v", s.Config.Replay)
+	}
+	text := runFrog(t, "sim", "--env", "replay", "--table", table, "--episodes", "16", "--group-size", "4", "--device", "cpu", "--no-run-dir", "--log-level", "warn")
+	if !strings.HasPrefix(text, "replay of "+table) {
+		t.Errorf("frog sim --env replay's summary does not start by naming the replay:\n%s", text)
+	}
+
+	train, held := filepath.Join(dir, "train.table.jsonl"), filepath.Join(dir, "heldout.table.jsonl")
+	splitTable(t, table, 3, train, held)
+	exp := filepath.Join(dir, "exp")
+	out := runFrog(t, "experiment", "curriculum", "--mode", "replay", "--table", train, "--heldout-table", held, "--strategies", "frontier,uniform",
+		"--seeds", "2", "--budget", "64", "--points", "2", "--group-size", "4", "--concurrency", "8", "--device", "cpu", "--dir", exp, "--json", "--log-level", "warn")
+	var tab struct {
+		Mode    string `json:"mode"`
+		Heldout int    `json:"heldout_tasks"`
+		Rows    []struct {
+			Strategy string  `json:"strategy"`
+			Seeds    int     `json:"seeds"`
+			CurveX   []int64 `json:"curve_executions"`
+		} `json:"strategies"`
+	}
+	if err := json.Unmarshal([]byte(out), &tab); err != nil {
+		t.Fatalf("frog experiment --mode replay --json: %v\n%s", err, out)
+	}
+	if tab.Mode != envReplay || len(tab.Rows) != 2 || tab.Rows[0].Seeds != 2 || tab.Rows[1].Seeds != 2 || tab.Heldout < 1 {
+		t.Errorf("frog experiment --mode replay: %s", out)
+	}
+	if len(tab.Rows) > 0 && !slices.Equal(tab.Rows[0].CurveX, []int64{0, 32, 64}) {
+		t.Errorf("frog experiment --mode replay: curve at %v episodes, want 0, 32, 64", tab.Rows[0].CurveX)
+	}
+	txt, err := os.ReadFile(filepath.Join(exp, "table.txt"))
+	if err != nil || !strings.HasPrefix(string(txt), "curriculum experiment (replay): budget 64 episodes per run") {
+		t.Errorf("table.txt (%v):\n%s", err, txt)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"runtime"
 	"text/tabwriter"
 	"time"
@@ -16,8 +15,8 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
+	"github.com/frognano/frog/env/replay"
 	policysim "github.com/frognano/frog/policy/sim"
-	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -46,6 +45,9 @@ type simOptions struct {
 
 	TaskOpts   taskOptions   `json:"task_options"`
 	ReplayOpts replayOptions `json:"replay_options"`
+	// ReplayEnv is --env replay's: the table played instead of the
+	// simulation (absent from a simulated run's config).
+	ReplayEnv simReplay `json:"replay,omitzero"`
 
 	JSON   bool   `json:"-"`
 	RunDir string `json:"-"`
@@ -72,14 +74,23 @@ With --concurrency 1 (one worker) a run is exactly reproducible from its seed:
 two runs print the same summary, timings aside.
 
 A run directory (config.json, metrics.jsonl with one line per learner update,
-summary.json) is written unless --no-run-dir is given.`,
+summary.json) is written unless --no-run-dir is given.
+
+With --env replay --table FILE (a table frog tabulate made) the run is a
+replay instead: frog's built-in repair policy, its learner (GRPO on
+--device) and the curriculum play the table's tasks against their recorded
+verdicts, as frog train --env replay does, at full speed and with no
+held-out evaluation or checkpoint: frog's fastest honest rollout
+simulation, where the learner's throughput shows. Its summary, JSON and
+logs name it a replay (docs/replay.md).`,
 		Example: `  frog sim
   frog sim --episodes 200000 --concurrency 10000 --time-scale 0 --seed 1 --json
   frog sim --fault-rate 0.2 --max-retries 2
   frog sim --curriculum fixed --difficulty 6
   frog sim --tasks sim-bins --curriculum uniform
   frog sim --time-scale 1 --duration 30s --concurrency 256
-  frog sim --sandbox docker --episodes 500 --concurrency 32`,
+  frog sim --sandbox docker --episodes 500 --concurrency 32
+  frog sim --env replay --table runs/tasks.table.jsonl --episodes 20000`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runSim(c.Context(), g, o) },
 	}
@@ -113,6 +124,7 @@ summary.json) is written unless --no-run-dir is given.`,
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "simulated agent's starting skill")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
 	o.TaskOpts.flags(f)
+	o.ReplayEnv.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object (no progress bar)")
 	f.StringVar(&o.Name, "name", "", "run name (default sim-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
@@ -123,7 +135,16 @@ summary.json) is written unless --no-run-dir is given.`,
 			// Real tests want a core each, not a thousand episodes at once.
 			o.Run.Concurrency = 2 * runtime.NumCPU()
 		}
-		return o.validate()
+		if err := o.validateReplay(c); err != nil {
+			return err
+		}
+		if err := o.validate(); err != nil {
+			return err
+		}
+		if o.ReplayEnv.Env == envReplay {
+			o.Tasks, o.Sandbox = "", sandboxOptions{} // the table's, not the simulation's
+		}
+		return nil
 	}
 	return c
 }
@@ -178,7 +199,11 @@ func (o *simOptions) validate() error {
 // simReport is the summary `frog sim` prints.
 type simReport struct {
 	actors.Summary
-	Sim          simStats        `json:"sim"`
+	// Sim is the simulated agent's; a replay has none, and says what it
+	// replayed (Replay) and the learner's backend instead.
+	Sim          *simStats       `json:"sim,omitempty"`
+	Replay       *replay.Report  `json:"replay,omitempty"`
+	Backend      string          `json:"backend,omitempty"`
 	Tasks        *taskenv.Report `json:"tasks,omitempty"`
 	PeakRSSBytes int64           `json:"peak_rss_bytes"`
 	Interrupted  bool            `json:"interrupted"`
@@ -197,6 +222,9 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		return err
 	}
 	o.Run = o.Run.WithDefaults()
+	if o.ReplayEnv.Env == envReplay {
+		return runSimReplay(ctx, g, o, log)
+	}
 	if o.Name == "" {
 		o.Name = "sim-" + time.Now().UTC().Format("20060102-150405")
 	}
@@ -245,19 +273,14 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		deps.Harness = tenv.Harness
 	}
 
-	var dir *run.Dir
-	if !o.NoDir {
-		path := o.RunDir
-		if path == "" {
-			path = filepath.Join("runs", o.Name)
-		}
-		if dir, err = createRunDir(path, simReport{Config: *o, Version: version()}.configRecord()); err != nil {
-			return err
-		}
+	dir, err := o.openSimDir(log)
+	if err != nil {
+		return err
+	}
+	if dir != nil {
 		defer dir.Close()
 		deps.OnUpdate = dir.OnUpdate(log)
 		deps.OnCurriculum = dir.OnCurriculum(log)
-		log.Info().Str("dir", path).Msg("run directory")
 	}
 
 	bar := startProgress(g, !o.JSON, o.Run.Episodes, deps.Counters)
@@ -265,7 +288,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	bar.stop()
 
 	rep := simReport{
-		Summary: sum, Sim: simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()}, Tasks: tenv.Report(),
+		Summary: sum, Sim: &simStats{InitialSkill: o.InitialSkill, FinalSkill: learner.Skill()}, Tasks: tenv.Report(),
 		PeakRSSBytes: peakRSS(), Interrupted: ctx.Err() != nil, Config: *o, Version: version(),
 	}
 	// The run's name is a label (config.json keeps it); leaving it out of the
@@ -289,6 +312,9 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 	}
 	e := r.Episodes
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if rp := r.Replay; rp != nil {
+		fmt.Fprintf(tw, "replay of %s\t%d tasks\tevery verdict looked up in the table, none run\t\t\n", rp.Table, rp.Tasks)
+	}
 	fmt.Fprintf(tw, "episodes\tadmitted %d\tcompleted %d\tfailed_infra %d\tcancelled %d\taccounted %v\n",
 		e.Admitted, e.Completed, e.FailedInfra, e.Cancelled, e.Accounted)
 	solved := 0.0
@@ -309,7 +335,13 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(tw, "rounds\tround %d (%s)\tcalibration %d episodes\t%d candidates: %d admitted, %d refined, %d dropped\t\n",
 			rs.Round, rs.Phase, rs.CalibrationEpisodes, rs.Candidates, rs.Admitted, rs.Refined, rs.Dropped)
 	}
-	fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
+	if r.Sim != nil {
+		fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
+	}
+	if r.Replay != nil {
+		fmt.Fprintf(tw, "backend\t%s\tupdate time %.1f s of %.1f s\t%d calls answered\tnot replayable %d\n",
+			r.Backend, r.Learner.UpdateSeconds, r.ElapsedSeconds, r.Replay.Answered, r.Replay.Unanswered())
+	}
 	if t := r.Tasks; t != nil {
 		h := t.Harness
 		fmt.Fprintf(tw, "tasks\t%d quarantined\t%d test runs\toutcome cache hits %.1f%%\t%d schema builds\n",

@@ -124,6 +124,18 @@ type Candidate struct {
 	// the borrowed code comes from the same function.
 	Affinity float64 `json:"affinity,omitempty"`
 	Local    bool    `json:"local,omitempty"`
+	// Origin, Place, Similar, Repeat and Count describe a statement put
+	// back where one may have been removed (restore-stmt): where it comes
+	// from (func, file or package: the nearest place it stands), where it
+	// goes in its statement list (start, end or between), the share of
+	// the two statements around the insertion point it has around it
+	// where it stands, whether it repeats one of them, and how many times
+	// the package writes it.
+	Origin  string  `json:"origin,omitempty"`
+	Place   string  `json:"place,omitempty"`
+	Similar float64 `json:"similar,omitempty"`
+	Repeat  bool    `json:"repeat,omitempty"`
+	Count   int     `json:"count,omitempty"`
 	// Natural is how many bits more probable the edit makes the lines it
 	// touches under a token trigram model of the module's code (which
 	// leaves those lines out): positive when the edited code reads more

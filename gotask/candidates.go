@@ -127,20 +127,31 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 			continue
 		}
 		surprise := map[int]float64{}
-		for _, r := range mutate.Repairs(pkg.Fset, sf.AST, sf.Src, pkg.info, byFile[f]) {
+		var peers []mutate.Peer
+		for _, n := range slices.Sorted(maps.Keys(pkg.Files)) {
+			if n != f {
+				peers = append(peers, mutate.Peer{File: pkg.Files[n].AST, Src: pkg.Files[n].Src})
+			}
+		}
+		for _, r := range mutate.Repairs(pkg.Fset, sf.AST, sf.Src, pkg.info, byFile[f], peers...) {
 			l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}
 			s, ok := surprise[l.Line]
 			if !ok {
 				s = lm.Surprise(sf.Src, l.Line)
 				surprise[l.Line] = s
 			}
-			perLine[l] = append(perLine[l], env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
+			c := env.Candidate{File: f, Line: l.Line, Op: r.Op, Kind: r.Kind,
 				Context: r.Context, Func: r.Func, Desc: r.Desc, Edits: slices.Clone(r.Edits), Affinity: r.Affinity, Local: r.Local,
-				Natural: lm.Delta(sf.Src, r.Edits), Surprise: s})
+				Natural: lm.Delta(sf.Src, r.Edits), Surprise: s}
+			if rs := r.Restore; rs != nil {
+				c.Origin, c.Place, c.Similar, c.Repeat, c.Count = rs.Origin, rs.Place, rs.Similar, rs.Repeat, rs.Count
+			}
+			perLine[l] = append(perLine[l], c)
 		}
 	}
 	var out []env.Candidate
 	seen := map[env.Line]bool{}
+	restored := 0
 	for _, l := range lines {
 		l.File = path.Clean(l.File)
 		if seen[l] {
@@ -148,12 +159,23 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 		}
 		seen[l] = true
 		for _, c := range perLine[l] {
+			if c.Op == mutate.OpRestoreStmt {
+				if restored == maxRestoreList {
+					continue
+				}
+				restored++
+			}
 			c.ID = len(out)
 			out = append(out, c)
 		}
 	}
 	return out, nil
 }
+
+// maxRestoreList caps the restore-stmt candidates of one list (the most
+// suspicious lines' first): they hold the fixes of removed statements, and
+// without a cap they would be most of a list and of its schema build.
+const maxRestoreList = 60
 
 // models caches the token models (mutate.LM) of the last few tasks'
 // templates: a task's candidate lists share one.

@@ -139,8 +139,8 @@ func FromCheckpoint(b cuda.Backend, data []byte) (*Learner, error) {
 	if c.Format != checkpointFormat {
 		return nil, fmt.Errorf("neural: checkpoint format %q: want %q", c.Format, checkpointFormat)
 	}
-	if c.Config.Dims.F != repair.Dim {
-		return nil, fmt.Errorf("neural: checkpoint of a network over %d features, and this frog computes %d: it was trained by another version of frog's features", c.Config.Dims.F, repair.Dim)
+	if !repair.Readable(c.Config.Dims.F) {
+		return nil, fmt.Errorf("neural: checkpoint of a network over %d features, and this frog computes %d (or reads the first %d): it was trained by another version of frog's features", c.Config.Dims.F, repair.Dim, repair.PrefixDim)
 	}
 	l, err := NewLearner(b, c.Config)
 	if err != nil {

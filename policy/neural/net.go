@@ -71,9 +71,9 @@ func Init(d Dims, seed uint64, prior bool) []float32 {
 	for i := range d.H2 {
 		p[l.w3+i] = float32(rng.NormFloat64()) * 0.1 / float32(math.Sqrt(float64(d.H2)))
 	}
-	if prior && d.F == repair.Dim {
+	if prior && repair.Readable(d.F) { // the prior's features are among the first PrefixDim
 		for name, w := range Prior {
-			if i := featureIndex(name); i >= 0 {
+			if i := featureIndex(name); i >= 0 && i < d.F {
 				p[l.wl+i] = w
 			}
 		}

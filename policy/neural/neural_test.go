@@ -355,6 +355,27 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err := f.Current().Act(context.Background(), obs, make([]env.Action, 1)); err == nil {
 		t.Error("a policy over other features acted")
 	}
+	// A checkpoint from before the restore-stmt features reads the first
+	// repair.PrefixDim features, which kept their places: it loads and acts.
+	older := cfg
+	older.Dims.F = repair.PrefixDim
+	o2, err := NewLearner(cuda.NewCPU(), older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close()
+	odata, err := o2.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ol, err := FromCheckpoint(cuda.NewCPU(), odata)
+	if err != nil {
+		t.Fatalf("FromCheckpoint of the %d features before restore-stmt: %v", repair.PrefixDim, err)
+	}
+	defer ol.Close()
+	if err := ol.Current().Act(context.Background(), obs, make([]env.Action, 1)); err != nil {
+		t.Errorf("a policy over the %d features before restore-stmt: %v", repair.PrefixDim, err)
+	}
 }
 
 // TestTryCredit checks the per-try credit: in a rollout that tried a wrong

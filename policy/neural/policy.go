@@ -42,8 +42,8 @@ func (p *Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Acti
 	if len(acts) < len(obs) {
 		return errors.New("neural: fewer action slots than observations")
 	}
-	if p.Dims.F != repair.Dim {
-		return fmt.Errorf("neural: a network over %d features, and this frog computes %d", p.Dims.F, repair.Dim)
+	if !repair.Readable(p.Dims.F) {
+		return fmt.Errorf("neural: a network over %d features, and this frog computes %d (or reads the first %d)", p.Dims.F, repair.Dim, repair.PrefixDim)
 	}
 	if len(p.Params) != p.Dims.Params() {
 		return errors.New("neural: parameters do not fit the network")
@@ -72,13 +72,14 @@ func (c chooser) Choose(st *repair.State, ids []int, rnd *rand.Rand) (int, *env.
 	p := c.p
 	f := repair.NewFeaturizer(st)
 	rows := make([][]float32, 0, len(ids)+1)
+	F := p.Dims.F // Dim, or PrefixDim for a network from before the last features
 	for _, id := range ids {
-		rows = append(rows, f.Candidate(&st.List[id]))
+		rows = append(rows, f.Candidate(&st.List[id])[:F])
 	}
 	if !p.NoStop {
-		rows = append(rows, f.Stop())
+		rows = append(rows, f.Stop()[:F])
 	}
-	flat := make([]float32, 0, len(rows)*repair.Dim)
+	flat := make([]float32, 0, len(rows)*F)
 	for _, r := range rows {
 		flat = append(flat, r...)
 	}

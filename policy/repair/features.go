@@ -69,9 +69,30 @@ const (
 	fNatural        // tanh of the bits the edit makes its lines more probable under the module's token model
 	fNaturalBest    // the edit its line's candidates make most natural, and more natural than the line was
 	fSurprise       // the line's surprise under that model, standardised over the list's lines
+	// Features of a statement put back (restore-stmt), appended so that
+	// the 89 before them keep their places (PrefixDim).
+	fRestore       // the candidate puts a removed statement back (restore-stmt)
+	fOriginFile    // its statement stands in another function of the file (local: the same function)
+	fOriginPackage // its statement stands only in another file of the package
+	fSimilar       // the share of the insertion point's two neighbours the statement has where it stands
+	fRepeat        // the statement repeats a neighbour of the insertion point
+	fPlaceStart    // it goes before a statement list's first statement
+	fPlaceEnd      // it goes after a list's last statement
+	fCount         // how often the package writes it: tanh(log2(count) / 3)
 	// Dim is the length of every feature vector.
 	Dim
 )
+
+// PrefixDim is the length of the feature vector before the restore-stmt
+// features: its features are the first PrefixDim of today's, in the same
+// places, so a network over them (a checkpoint from before) reads the
+// first PrefixDim features of each option and weighs nothing of the rest.
+// Any other length is another layout and is refused.
+const PrefixDim = fRestore
+
+// Readable reports whether a network over f features can read today's
+// feature vectors (their first f): f is Dim or PrefixDim.
+func Readable(f int) bool { return f == Dim || f == PrefixDim }
 
 // FeatureNames name the features, for reports and debugging.
 var FeatureNames = func() []string {
@@ -97,6 +118,9 @@ var FeatureNames = func() []string {
 	n[fFirstAlt], n[fSmallerLiteral], n[fAffinity], n[fLocal], n[fTestName] = "first_alternative", "smaller_literal", "affinity", "local", "test_name"
 	n[fTestMessage], n[fFrameFunc] = "test_message", "frame_func"
 	n[fNatural], n[fNaturalBest], n[fSurprise] = "natural", "natural_best", "surprise"
+	for i, s := range []string{"restore_stmt", "origin_file", "origin_package", "similar", "repeat", "place_start", "place_end", "count"} {
+		n[fRestore+i] = s
+	}
 	return n
 }()
 
@@ -243,6 +267,18 @@ func (f *Featurizer) Candidate(c *env.Candidate) []float32 {
 	if f.surpriseSD > 0 {
 		x[fSurprise] = float32(math.Tanh((c.Surprise - f.surpriseMean) / f.surpriseSD))
 	}
+	if c.Op == "restore-stmt" {
+		x[fRestore] = 1
+		x[fOriginFile] = b2f(c.Origin == "file")
+		x[fOriginPackage] = b2f(c.Origin == "package")
+		x[fSimilar] = float32(c.Similar)
+		x[fRepeat] = b2f(c.Repeat)
+		x[fPlaceStart] = b2f(c.Place == "start")
+		x[fPlaceEnd] = b2f(c.Place == "end")
+		if c.Count > 0 {
+			x[fCount] = float32(math.Tanh(math.Log2(float64(c.Count)) / 3))
+		}
+	}
 	if len(c.Edits) == 1 {
 		e := c.Edits[0]
 		x[fNewToken+index(NewTokens, strings.TrimSpace(e.New))] = 1
@@ -374,9 +410,14 @@ func (f *Featurizer) episode(x []float32) {
 	}
 }
 
-// Decision packs the features of options (rows of Dim) and the choice.
+// Decision packs the features of options (rows of one length: Dim, or
+// the first PrefixDim of each for a network over those) and the choice.
 func Decision(kind string, rows [][]float32, chosen int, temperature float64) *env.Decision {
-	d := &env.Decision{Kind: kind, Dim: Dim, Chosen: chosen, Temperature: temperature, Features: make([]float32, 0, len(rows)*Dim)}
+	dim := Dim
+	if len(rows) > 0 {
+		dim = len(rows[0])
+	}
+	d := &env.Decision{Kind: kind, Dim: dim, Chosen: chosen, Temperature: temperature, Features: make([]float32, 0, len(rows)*dim)}
 	for _, r := range rows {
 		d.Features = append(d.Features, r...)
 	}

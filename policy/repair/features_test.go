@@ -9,7 +9,8 @@ import (
 
 func TestFeatureLayout(t *testing.T) {
 	if fContext != fKind+len(Kinds) || fNamedLine != fContext+len(Contexts) || fOp != fStop+1 ||
-		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fSurprise+1 {
+		fNewToken != fOp+len(Ops) || fFirstAlt != fNewToken+len(NewTokens) || Dim != fCount+1 ||
+		PrefixDim != fSurprise+1 || FeatureNames[PrefixDim-1] != "surprise" {
 		t.Fatalf("layout: kind %d context %d named %d stop %d dim %d", fKind, fContext, fNamedLine, fStop, Dim)
 	}
 	seen := map[string]bool{}
@@ -29,6 +30,8 @@ func TestCandidateFeatures(t *testing.T) {
 		{ID: 1, File: "a.go", Line: 3, Op: "int-literal", Kind: "token", Edits: []env.Edit{{Offset: 10, Old: "2", New: "1"}}, Natural: 3, Surprise: 6},
 		{ID: 2, File: "a.go", Line: 3, Op: "compare-negate", Kind: "token", Edits: []env.Edit{{Offset: 4, Old: "==", New: "!="}}, Natural: 1, Surprise: 6},
 		{ID: 3, File: "a.go", Line: 9, Op: "restore-err", Kind: "return", Edits: []env.Edit{{Offset: 40, Old: "nil", New: "err"}}, Natural: -1, Surprise: 2},
+		{ID: 4, File: "a.go", Line: 9, Op: "restore-stmt", Kind: "stmt", Edits: []env.Edit{{Offset: 50, New: "\tn++\n"}}, Natural: -1, Surprise: 2,
+			Affinity: 1, Origin: "package", Place: "end", Similar: 0.5, Repeat: true, Count: 8},
 	}}
 	f := NewFeaturizer(st)
 	name := map[string]int{}
@@ -39,7 +42,9 @@ func TestCandidateFeatures(t *testing.T) {
 		{"op_int-literal": 1, "new_other": 1, "first_alternative": 1, "smaller_literal": 0, "natural": -0.46211717, "natural_best": 0, "surprise": 0.7615942},
 		{"op_int-literal": 1, "new_1": 1, "first_alternative": 0, "smaller_literal": 1, "natural": 0.63514894, "natural_best": 1},
 		{"op_compare-negate": 1, "new_!=": 1, "first_alternative": 0, "op_int-literal": 0, "natural_best": 0},
-		{"op_restore-err": 1, "new_other": 1, "first_alternative": 1, "natural_best": 0, "surprise": -0.7615942},
+		{"op_restore-err": 1, "new_other": 1, "first_alternative": 1, "natural_best": 0, "surprise": -0.7615942, "restore_stmt": 0, "similar": 0},
+		{"op_other": 1, "kind_stmt": 1, "restore_stmt": 1, "affinity": 1, "local": 0, "origin_file": 0, "origin_package": 1,
+			"similar": 0.5, "repeat": 1, "place_start": 0, "place_end": 1, "count": 0.7615942},
 	}
 	for i := range st.List {
 		x := f.Candidate(&st.List[i])

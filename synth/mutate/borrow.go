@@ -168,7 +168,7 @@ func (w *walker) fits(n ast.Node, from ast.Node, at token.Pos, atFn ast.Node) bo
 				return false
 			}
 			_, got := scope.LookupParent(x.Name, at)
-			ok = got == obj || sameVar(got, obj)
+			ok = got == obj || sameVar(got, obj) || samePackage(got, obj)
 		}
 		return ok
 	}
@@ -192,6 +192,14 @@ func sameVar(a, b types.Object) bool {
 	va, ok1 := a.(*types.Var)
 	vb, ok2 := b.(*types.Var)
 	return ok1 && ok2 && !va.IsField() && !vb.IsField() && types.Identical(va.Type(), vb.Type())
+}
+
+// samePackage reports whether a and b are imports of one package (by
+// two files, each its own PkgName).
+func samePackage(a, b types.Object) bool {
+	pa, ok1 := a.(*types.PkgName)
+	pb, ok2 := b.(*types.PkgName)
+	return ok1 && ok2 && pa.Imported() == pb.Imported()
 }
 
 // names collects the names of the objects the identifiers in n use, but

@@ -88,6 +88,8 @@ type Site struct {
 	// fields of the same names).
 	affinity float64
 	local    bool
+	// restore describes a restore-stmt repair (Repair.Restore).
+	restore *Restore
 }
 
 // ParseFamily returns the family named name (Family.String's names).

@@ -13,9 +13,10 @@ import (
 // the operators that change code rather than delete it, applied to the
 // buggy code, propose its fixes; a few templates undo what no operator
 // inverts (an error replaced by nil, a guard dropped, a bound shifted).
-// What a deletion removed cannot be proposed without knowing what it was:
-// those bugs lie outside the candidate space, and the candidate-space
-// ceiling measures how many they are.
+// What a deletion removed cannot be proposed without knowing what it was;
+// the templates of borrow.go and restore.go propose code the package
+// already holds elsewhere at the marks and holes deletions leave, and the
+// candidate-space ceiling measures how many such bugs stay outside.
 const (
 	OpRestoreErr   = "restore-err"   // return ..., nil -> return ..., err
 	OpAddErrGuard  = "add-err-guard" // v, err := f() then if err != nil { return ..., err }
@@ -39,6 +40,9 @@ type Repair struct {
 	// a body); Local says the borrowed code comes from the same function.
 	Affinity float64
 	Local    bool
+	// Restore describes a restore-stmt repair (nil for the others): where
+	// the statement comes from and where it goes.
+	Restore *Restore
 }
 
 // repairKinds maps operators to repair families.
@@ -47,15 +51,17 @@ var repairKinds = map[string]string{
 	OpLogical: "token", OpIntLiteral: "token", OpBoolLiteral: "token", OpUnaryMinus: "token",
 	OpSwapArgs: "args", OpBreakContinue: "stmt", OpSliceBound: "bounds", OpRestoreBound: "bounds",
 	OpNilError: "return", OpRestoreErr: "return", OpAddErrGuard: "guard", OpNegateCond: "guard",
-	OpRestoreCond: "guard", OpFillBody: "stmt",
+	OpRestoreCond: "guard", OpFillBody: "stmt", OpRestoreStmt: "stmt",
 }
 
 // Repairs lists the candidate repairs of file whose edits touch one of
 // lines (1-based line numbers of file), in line order (the order of lines
 // given), then in the operators' order at each line. Deleting operators are
 // left out: a deletion repairs nothing an injected bug did. info may be
-// nil; then the type-dependent templates are skipped.
-func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, lines []int) []Repair {
+// nil; then the type-dependent templates are skipped. peers are the
+// package's other files (info covering them too), whose statements
+// restore-stmt may borrow as well as file's own.
+func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, lines []int, peers ...Peer) []Repair {
 	tf := fset.File(file.Pos())
 	if tf == nil || tf.Size() != len(src) || len(lines) == 0 {
 		return nil
@@ -90,6 +96,7 @@ func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, 
 		w.stack = w.stack[:0]
 		ast.Inspect(fd, w.visitRepair)
 	}
+	w.restoreStmts(fset, lines, peers)
 	// One candidate per distinct edit, at the place of its first line.
 	byLine := make([][]Repair, len(lines))
 	seen := map[string]bool{}
@@ -111,7 +118,7 @@ func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, 
 		}
 		seen[key] = true
 		byLine[i] = append(byLine[i], Repair{Site: s, Kind: kind, Context: contextAt(file, tf, s.Edits[0].Offset),
-			Affinity: s.affinity, Local: s.local})
+			Affinity: s.affinity, Local: s.local, Restore: s.restore})
 	}
 	var out []Repair
 	for _, rs := range byLine {

@@ -127,13 +127,16 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 			continue
 		}
 		surprise := map[int]float64{}
-		var peers []mutate.Peer
-		for _, n := range slices.Sorted(maps.Keys(pkg.Files)) {
-			if n != f {
-				peers = append(peers, mutate.Peer{File: pkg.Files[n].AST, Src: pkg.Files[n].Src})
+		var restore *mutate.Restoring
+		if h.cfg.RestoreList > 0 {
+			restore = new(mutate.Restoring)
+			for _, n := range slices.Sorted(maps.Keys(pkg.Files)) {
+				if n != f {
+					restore.Peers = append(restore.Peers, mutate.Peer{File: pkg.Files[n].AST, Src: pkg.Files[n].Src})
+				}
 			}
 		}
-		for _, r := range mutate.Repairs(pkg.Fset, sf.AST, sf.Src, pkg.info, byFile[f], peers...) {
+		for _, r := range mutate.Repairs(pkg.Fset, sf.AST, sf.Src, pkg.info, byFile[f], restore) {
 			l := env.Line{File: f, Line: firstHit(r.Line, r.EndLine, byFile[f])}
 			s, ok := surprise[l.Line]
 			if !ok {
@@ -160,7 +163,7 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 		seen[l] = true
 		for _, c := range perLine[l] {
 			if c.Op == mutate.OpRestoreStmt {
-				if restored == maxRestoreList {
+				if restored == h.cfg.RestoreList {
 					continue
 				}
 				restored++
@@ -171,11 +174,6 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 	}
 	return out, nil
 }
-
-// maxRestoreList caps the restore-stmt candidates of one list (the most
-// suspicious lines' first): they hold the fixes of removed statements, and
-// without a cap they would be most of a list and of its schema build.
-const maxRestoreList = 60
 
 // models caches the token models (mutate.LM) of the last few tasks'
 // templates: a task's candidate lists share one.

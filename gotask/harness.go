@@ -92,6 +92,11 @@ type HarnessConfig struct {
 	// NoScreen turns the screen alone off: for tests that show what the
 	// canaries catch by themselves.
 	NoVerdictChecks, NoScreen bool
+	// RestoreList turns the restore-stmt repairs on (statements put back,
+	// borrowed from the package) and caps them in one list, the most
+	// suspicious lines' first; 0 leaves them out. They are off by default
+	// until their ceiling is measured (docs/training.md).
+	RestoreList int
 }
 
 var _ env.Harness = (*Harness)(nil)

@@ -171,7 +171,7 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	h := gotask.NewHarness(x.ws, gotask.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, BinCache: filepath.Join(x.ws.Root(), "bin"), VerdictKey: key})
+	h := gotask.NewHarness(x.ws, gotask.HarnessConfig{NoCache: o.Real.TaskOpts.NoCache, RestoreList: o.Real.TaskOpts.RestoreList, BinCache: filepath.Join(x.ws.Root(), "bin"), VerdictKey: key})
 	q := gotask.NewQuarantine(x.ws, h, x.prov, name, x.log)
 	st, err := store.NewSource(x.train, seed)
 	if err != nil {

@@ -24,6 +24,8 @@ type Options struct {
 	Locals     []string `json:"locals,omitempty"`
 	NoCache    bool     `json:"no_outcome_cache"`
 	NoServe    bool     `json:"no_try_server,omitempty"`
+	// RestoreList is gotask.HarnessConfig.RestoreList (--restore-stmt).
+	RestoreList int `json:"restore_stmt,omitempty"`
 }
 
 // SandboxOptions choose and shape the sandbox backend (frog's --sandbox,
@@ -96,7 +98,7 @@ func Open(ctx context.Context, o Options, s Sandboxes, open Opener, log zerolog.
 		release()
 		return nil, nil, nil, err
 	}
-	hcfg := gotask.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, BinCache: filepath.Join(ws.Root(), "bin"), VerdictKey: key}
+	hcfg := gotask.HarnessConfig{NoCache: o.NoCache, NoServe: o.NoServe, RestoreList: o.RestoreList, BinCache: filepath.Join(ws.Root(), "bin"), VerdictKey: key}
 	h := gotask.NewHarness(ws, hcfg)
 	return &Env{Workspaces: ws, Harness: h, Quarantine: gotask.NewQuarantine(ws, h, prov, s.Run, log), HarnessConfig: hcfg}, prov, release, nil
 }

@@ -54,6 +54,11 @@ var repairKinds = map[string]string{
 	OpRestoreCond: "guard", OpFillBody: "stmt", OpRestoreStmt: "stmt",
 }
 
+// Restoring turns the restore-stmt templates on: they borrow from the file
+// and from Peers (the package's other files). Repairs leaves them out when
+// it is nil.
+type Restoring struct{ Peers []Peer }
+
 // Repairs lists the candidate repairs of file whose edits touch one of
 // lines (1-based line numbers of file), in line order (the order of lines
 // given), then in the operators' order at each line. Deleting operators are
@@ -61,7 +66,7 @@ var repairKinds = map[string]string{
 // nil; then the type-dependent templates are skipped. peers are the
 // package's other files (info covering them too), whose statements
 // restore-stmt may borrow as well as file's own.
-func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, lines []int, peers ...Peer) []Repair {
+func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, lines []int, restore *Restoring) []Repair {
 	tf := fset.File(file.Pos())
 	if tf == nil || tf.Size() != len(src) || len(lines) == 0 {
 		return nil
@@ -96,7 +101,9 @@ func Repairs(fset *token.FileSet, file *ast.File, src []byte, info *types.Info, 
 		w.stack = w.stack[:0]
 		ast.Inspect(fd, w.visitRepair)
 	}
-	w.restoreStmts(fset, lines, peers)
+	if restore != nil {
+		w.restoreStmts(fset, lines, restore.Peers)
+	}
 	// One candidate per distinct edit, at the place of its first line.
 	byLine := make([][]Repair, len(lines))
 	seen := map[string]bool{}

@@ -50,7 +50,7 @@ func TestRepairsUndoMutations(t *testing.T) {
 				lines = append(lines, l)
 			}
 			found := false
-			for _, r := range Repairs(mset, mf, mutant, minfo, lines) {
+			for _, r := range Repairs(mset, mf, mutant, minfo, lines, nil) {
 				fixed, err := env.Splice(mutant, r.Edits)
 				if err == nil && string(fixed) == string(src) {
 					found = true
@@ -139,7 +139,7 @@ func pick(xs []int) (int, error) {
 	}
 	at := func(line int) map[string]Repair {
 		out := map[string]Repair{}
-		for _, r := range Repairs(fset, f, []byte(src), info, []int{line}) {
+		for _, r := range Repairs(fset, f, []byte(src), info, []int{line}, nil) {
 			if r.Op == OpRestoreCond || r.Op == OpFillBody {
 				out[strings.TrimSpace(r.Edits[0].New)] = r
 			}
@@ -166,7 +166,7 @@ func pick(xs []int) (int, error) {
 		}
 	}
 	// The empty body at line 20: return the error in scope first.
-	body := Repairs(fset, f, []byte(src), info, []int{20})
+	body := Repairs(fset, f, []byte(src), info, []int{20}, nil)
 	var fills []string
 	for _, r := range body {
 		if r.Op == OpFillBody {

@@ -118,9 +118,14 @@ func restoreCase(t *testing.T, p *typedPkg, name string, s Site) restoreResult {
 	for _, b := range msrcs {
 		res.borrow = res.borrow || strings.Contains(string(b), old)
 	}
+	for _, r := range Repairs(mp.fset, mp.files[name], mutant, mp.info, lines, nil) {
+		if r.Op == OpRestoreStmt {
+			t.Fatalf("%s: %s: restore-stmt offered without Restoring", name, r.Desc)
+		}
+	}
 	perLine := map[int]int{}
 	seen := map[string]bool{}
-	for _, r := range Repairs(mp.fset, mp.files[name], mutant, mp.info, lines, mp.peers(name)...) {
+	for _, r := range Repairs(mp.fset, mp.files[name], mutant, mp.info, lines, &Restoring{Peers: mp.peers(name)}) {
 		if r.Op != OpRestoreStmt {
 			continue
 		}

@@ -189,6 +189,7 @@ func (t *taskOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&t.Workspaces, "workspaces", gotask.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates (each task's module with its bug), made once and reused")
 	f.StringSliceVar(&t.Locals, "local", nil, "a local module directory that stored tasks were made from (repeatable); tasks of modules with a version are fetched through the module proxy")
 	f.BoolVar(&t.NoCache, "no-outcome-cache", false, "run every test again instead of answering repeated states from the outcome cache")
+	f.IntVar(&t.RestoreList, "restore-stmt", 0, "add up to this many restore-stmt candidates to a candidate list (a removed statement put back, borrowed from the package; docs/episodes.md); 0 leaves them out")
 	f.BoolVar(&t.NoServe, "no-try-server", false, "start a test process for every try instead of serving an episode's tries from one (process sandboxes)")
 }
 

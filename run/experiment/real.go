@@ -191,17 +191,8 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 
 	// The curve's points: the policy applied when the run had spent
 	// budget·i/points test executions.
-	xs := make([]int64, o.Points+1)
-	for i := range xs {
-		xs[i] = o.Budget * int64(i) / int64(o.Points)
-	}
-	snaps := make([]*neural.Policy, len(xs))
-	snap := learner.Current // an immutable snapshot
-	snaps[0] = snap()
+	pts := newPoints(o.Budget, o.Points, learner.Current)
 	var (
-		mu        sync.Mutex
-		last      = snaps[0]
-		next      = 1
 		execs     atomic.Int64
 		drainOnce sync.Once
 	)
@@ -224,27 +215,17 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 		},
 		OnUpdate: func(u actors.UpdateRecord) {
 			e := execs.Load()
-			mu.Lock()
-			defer mu.Unlock()
-			for next < len(xs) && xs[next] < e {
-				snaps[next] = last
-				next++
+			pts.reach(e, func(i int) {
 				x.log.Info().Str("strategy", strategy).Uint64("seed", seed).Int64("test_executions", e).Int64("update", u.Update).
-					Float64("seconds", time.Since(start).Seconds()).Msgf("point %d of %d reached", next-1, o.Points)
-			}
-			last = snap()
+					Float64("seconds", time.Since(start).Seconds()).Msgf("point %d of %d reached", i, o.Points)
+			})
 		},
 	}
 	sum, err := runWhole(ctx, cfg, deps)
 	if err != nil {
 		return Result{}, err
 	}
-	mu.Lock()
-	for ; next < len(xs); next++ {
-		snaps[next] = snap()
-	}
-	mu.Unlock()
-
+	xs, snaps := pts.rest()
 	r := newResult(o, x.deps.Version, strategy, seed, execs.Load(), sum, len(x.heldout))
 	r.Quarantined = len(q.Quarantined())
 	r.TrainSeconds = time.Since(start).Seconds()

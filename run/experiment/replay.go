@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -129,18 +128,8 @@ func (x *Replay) Run(ctx context.Context, strategy string, seed uint64) (Result,
 	}
 	defer learner.Close()
 
-	xs := make([]int64, o.Points+1)
-	for i := range xs {
-		xs[i] = o.Budget * int64(i) / int64(o.Points)
-	}
-	snaps := make([]*neural.Policy, len(xs))
-	snaps[0] = learner.Current()
-	var (
-		mu       sync.Mutex
-		last     = snaps[0]
-		next     = 1
-		episodes atomic.Int64
-	)
+	pts := newPoints(o.Budget, o.Points, learner.Current)
+	var episodes atomic.Int64
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = name, o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
 	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance, cfg.TryCost = o.Tables.Tries, env.StepsForTries(o.Tables.Tries), o.Refill, o.Tables.TryCost
@@ -149,26 +138,13 @@ func (x *Replay) Run(ctx context.Context, strategy string, seed uint64) (Result,
 		Provider: x.rp, Harness: x.rp, Learner: learner, Source: src, Curriculum: cur,
 		Log:       x.deps.Log.Level(zerolog.WarnLevel).With().Str("env", "replay").Logger(),
 		OnEpisode: func(*actors.EpisodeResult) { episodes.Add(1) },
-		OnUpdate: func(actors.UpdateRecord) {
-			e := episodes.Load()
-			mu.Lock()
-			defer mu.Unlock()
-			for next < len(xs) && xs[next] < e {
-				snaps[next] = last
-				next++
-			}
-			last = learner.Current()
-		},
+		OnUpdate:  func(actors.UpdateRecord) { pts.reach(episodes.Load(), nil) },
 	}
 	sum, err := runWhole(ctx, cfg, deps)
 	if err != nil {
 		return Result{}, err
 	}
-	mu.Lock()
-	for ; next < len(xs); next++ {
-		snaps[next] = learner.Current()
-	}
-	mu.Unlock()
+	xs, snaps := pts.rest()
 	r := newResult(o, x.deps.Version, strategy, seed, episodes.Load(), sum, len(x.heldout))
 	r.TrainSeconds = time.Since(start).Seconds()
 	err = measureCurve(o, x.start, seed, &r, snaps, xs, func(p *neural.Policy) (HeldoutPoint, error) { return x.evaluate(ctx, name, p) })

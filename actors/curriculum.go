@@ -127,6 +127,9 @@ func (c *curriculumActor) Receive(ctx actor.Context) {
 			c.record()
 		}
 		if m.Kind == Completed && m.Task != nil {
+			if ro, ok := c.cur.(curriculum.ReturnObserver); ok {
+				ro.ObserveReturn(m.Task, m.Return, m.Group)
+			}
 			c.cur.Observe(m.Task, m.Reward, m.Group)
 		}
 	case *GetStats:

@@ -437,6 +437,7 @@ func (l *learner) reportAs(ctx actor.Context, m *EpisodeResult, refill bool) {
 	o := &Outcome{Refill: refill, Episode: m.Episode, Group: m.Group, Task: m.Task, Kind: m.Kind, Attempts: m.Attempts, Version: l.version}
 	if m.Trajectory != nil {
 		o.Reward, o.Suspected = m.Trajectory.Reward, m.Trajectory.RewardHackSuspected != ""
+		o.Return = policy.Return(m.Trajectory, l.b.tryCost)
 	}
 	ctx.Send(m.ReportTo, o)
 }

@@ -114,11 +114,14 @@ type EpisodeResult struct {
 // scheduler once the learner has filed the episode's result (and published
 // any update it triggered). Version is the learner's version then.
 type Outcome struct {
-	Episode  uint64
-	Group    uint64
-	Task     *env.Task
-	Kind     OutcomeKind
-	Reward   float64
+	Episode uint64
+	Group   uint64
+	Task    *env.Task
+	Kind    OutcomeKind
+	Reward  float64
+	// Return is the reward less the try cost GRPO compares
+	// (policy.Return at Config.TryCost).
+	Return   float64
 	Attempts int
 	Version  int64
 	// Suspected says the verdict judged that the agent's code tried to

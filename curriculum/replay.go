@@ -77,6 +77,21 @@ type ReplayConfig struct {
 	// learnability, made harder by one more mutation (at most
 	// MaxCompoundK mutations, and MaxCompounds requests per base). 0: none.
 	Compound float64 `json:"compound,omitempty"`
+	// Return judges a task by the return GRPO compares (the reward less
+	// the try cost, ReturnObserver) as well as by its 0/1 reward: a task
+	// whose latest group's returns differed (solved every time, but in
+	// different numbers of tries) still gives the learner a signal, so it
+	// is scored as learnable as a task solved half the time and is not
+	// retired as saturated.
+	Return bool `json:"return,omitempty"`
+}
+
+// ReturnObserver is a Curriculum that also learns from each episode's
+// return, the reward less its try cost (policy.Return), which GRPO
+// compares within a group. The curriculum actor calls ObserveReturn just
+// before Observe, for the same episode.
+type ReturnObserver interface {
+	ObserveReturn(t *env.Task, ret float64, group uint64)
 }
 
 // ReplayOptions are the settings of a ReplayConfig that frog's commands
@@ -91,6 +106,8 @@ type ReplayOptions struct {
 	FixedSet    int     `json:"fixed_set"`
 	Capacity    int     `json:"capacity"`
 	Compound    float64 `json:"compound,omitempty"`
+	// Return judges tasks by the return GRPO compares (ReplayConfig.Return).
+	Return bool `json:"return,omitempty"`
 	// Rounds are the rounds curriculum's settings.
 	Rounds RoundsOptions `json:"rounds"`
 }
@@ -99,7 +116,7 @@ type ReplayOptions struct {
 func (o ReplayOptions) Apply(cfg *ReplayConfig) {
 	cfg.FreshShare, cfg.Temperature, cfg.Staleness = o.FreshShare, o.Temperature, o.Staleness
 	cfg.Estimate.Discount, cfg.FixedSet, cfg.Capacity = o.Discount, o.FixedSet, o.Capacity
-	cfg.Compound = o.Compound
+	cfg.Compound, cfg.Return = o.Compound, o.Return
 }
 
 // MaxCompoundK is the most mutations a compound task is made with;
@@ -193,6 +210,15 @@ type entry struct {
 	lastGroup uint64
 	// compounded counts the compound requests made of it.
 	compounded int
+	// With ReplayConfig.Return: retGroup is the group whose returns
+	// retFirst and retDiffer describe (the first one seen, and whether
+	// any other differed from it); spread is whether the latest group
+	// with two returns or more had returns that differed.
+	retGroup  uint64
+	retN      int
+	retFirst  float64
+	retDiffer bool
+	spread    bool
 }
 
 // lostAfter is how many plans after its last serve a task whose group is
@@ -307,8 +333,18 @@ func (c scoring) posterior(e *entry) (a, b float64) {
 	return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
 }
 
-// score is r.est.Score(e.t.ID, e.bin).
-func (c scoring) score(e *entry) float64 { return Learnability(c.posterior(e)) }
+// score is r.est.Score(e.t.ID, e.bin); with ReplayConfig.Return, a task
+// whose latest group's returns differed scores at least as a task solved
+// half the time on the same evidence would.
+func (c scoring) score(e *entry) float64 {
+	a, b := c.posterior(e)
+	s := Learnability(a, b)
+	if c.r.cfg.Return && e.spread {
+		n := a + b
+		s = max(s, 0.25*n/(n+1))
+	}
+	return s
+}
 
 // mean is r.est.Mean(e.t.ID, e.bin).
 func (c scoring) mean(e *entry) float64 {
@@ -853,10 +889,27 @@ func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 	r.est.Observe(t.ID, e.bin, reward, first)
 	r.target.observe(t.Difficulty, reward)
 	if !e.retired && r.frontierLike() {
-		if h, s := r.est.Outside(t.ID); h || s {
+		if h, s := r.est.Outside(t.ID); h || (s && !(r.cfg.Return && e.spread)) {
 			e.retired = true
 			r.st.RetiredTotal++
 		}
+	}
+}
+
+// ObserveReturn records the return of one completed episode of task t
+// (ReturnObserver); it changes nothing unless ReplayConfig.Return is set.
+func (r *Replay) ObserveReturn(t *env.Task, ret float64, group uint64) {
+	e := r.byID[t.ID]
+	if !r.cfg.Return || e == nil {
+		return
+	}
+	if e.retN == 0 || group != e.retGroup {
+		e.retGroup, e.retN, e.retFirst, e.retDiffer = group, 0, ret, false
+	}
+	e.retN++
+	e.retDiffer = e.retDiffer || ret != e.retFirst
+	if e.retN >= 2 {
+		e.spread = e.retDiffer
 	}
 }
 
@@ -880,7 +933,7 @@ func (r *Replay) Advance(version int64) {
 		if !e.retired {
 			continue
 		}
-		if h, s := r.est.Outside(e.t.ID); !h && !s {
+		if h, s := r.est.Outside(e.t.ID); !h && (!s || r.cfg.Return && e.spread) {
 			e.retired = false
 			r.st.Returned++
 		}
@@ -950,3 +1003,5 @@ func (r *Replay) Stats() CurriculumStats {
 	st.Frontier = &f
 	return st
 }
+
+var _ ReturnObserver = (*Replay)(nil)

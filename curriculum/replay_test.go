@@ -443,3 +443,42 @@ func TestFenwickDraws(t *testing.T) {
 		}
 	}
 }
+
+// TestReturnKeepsSolvedTasksThatStillTeach: a task solved in every
+// rollout retires as saturated on the 0/1 reward; with ReplayConfig.Return
+// and returns that differ within its groups (solved in different numbers
+// of tries) it stays, and scores as learnable; once its returns agree it
+// retires.
+func TestReturnKeepsSolvedTasksThatStillTeach(t *testing.T) {
+	for _, ret := range []bool{false, true} {
+		r := newReplay(t, func(c *ReplayConfig) { c.FreshShare, c.Return = 0, ret })
+		solved := &env.Task{ID: "s", Bin: "token/1/single/m"}
+		r.Admit([]*env.Task{solved})
+		for g := range uint64(10) {
+			for j := range 4 {
+				r.ObserveReturn(solved, 1-0.1*float64(j%2), g) // 1 or 0.9: first try or second
+				r.Observe(solved, 1, g)
+			}
+		}
+		st := r.Stats().Frontier
+		if want := map[bool]int{false: 1, true: 0}[ret]; st.Retired != want {
+			t.Fatalf("Return %v: retired %d after 40 solves in different numbers of tries, want %d", ret, st.Retired, want)
+		}
+		e := r.byID["s"]
+		if s := r.scoring().score(e); ret && s < 0.2 {
+			t.Errorf("Return: score %.3f of a task whose returns differ, want at least a half-solved task's (about 0.25)", s)
+		}
+		if !ret {
+			continue
+		}
+		for g := uint64(10); g < 20; g++ { // now every rollout solves it at the first try
+			for range 4 {
+				r.ObserveReturn(solved, 1, g)
+				r.Observe(solved, 1, g)
+			}
+		}
+		if st := r.Stats().Frontier; st.Retired != 1 {
+			t.Errorf("Return: retired %d once every return agreed, want 1", st.Retired)
+		}
+	}
+}

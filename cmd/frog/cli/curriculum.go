@@ -27,6 +27,7 @@ func (o *replayOptions) flags(f *pflag.FlagSet) {
 	f.IntVar(&o.FixedSet, "fixed-set", d.FixedSet, "offline, frontier-no-synth: tasks taken from the synthesizer before only replaying")
 	f.IntVar(&o.Capacity, "replay-capacity", d.Capacity, "most tasks in the replay buffer")
 	f.Float64Var(&o.Compound, "compound", d.Compound, "frontier: share of synthesis requests that ask for a compound task (a buffered task solved more often than not made harder by one more mutation; online synthesis only)")
+	f.BoolVar(&o.Return, "curriculum-return", false, "frontier and the replay curricula: also judge a task by the return GRPO compares (try cost included): a task whose rollouts all pass in different numbers of tries still teaches what to try first, so it is not retired as saturated")
 	r := curriculum.DefaultRoundsOptions()
 	f.IntVar(&o.Rounds.Size, "round-size", r.Size, "rounds: fresh tasks calibrated in each round")
 	f.IntVar(&o.Rounds.Calibration, "round-calibration", r.Calibration, "rounds: rollouts of the current policy that calibrate each task, a multiple of --group-size (0: one group); they count in --episodes")

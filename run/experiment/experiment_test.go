@@ -34,10 +34,14 @@ func simOptions(dir string) Options {
 // with its default flags.
 func simDeps(o Options) Deps {
 	return Deps{Version: "test", Log: zerolog.Nop(),
-		Curriculum: func(strategy string, seed uint64, difficulty float64) (curriculum.Curriculum, error) {
+		Curriculum: func(a Arm, seed uint64, difficulty float64) (curriculum.Curriculum, error) {
 			cfg := curriculum.DefaultReplayConfig()
-			cfg.Strategy, cfg.Seed, cfg.Difficulty = strategy, seed, difficulty
+			cfg.Strategy, cfg.Seed, cfg.Difficulty = a.Strategy, seed, difficulty
 			o.Replay.Apply(&cfg)
+			if a.Temperature > 0 {
+				cfg.Temperature = a.Temperature
+			}
+			cfg.Return = cfg.Return || a.Return
 			cfg.UpdateGroups = o.GroupsPer
 			return curriculum.NewReplay(cfg)
 		}}

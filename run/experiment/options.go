@@ -33,6 +33,10 @@ type Options struct {
 	Replay       curriculum.ReplayOptions `json:"replay_options"`
 	Real         *RealOptions             `json:"real,omitempty"`
 	Tables       *TableOptions            `json:"tables,omitempty"`
+	// Start is where real and replay runs' networks start
+	// (neural.StartPrior or neural.StartScratch; Learner.Prior and KL
+	// follow it), for the table's header.
+	Start string `json:"start,omitempty"`
 
 	// Dir is the experiment directory.
 	Dir string `json:"-"`
@@ -48,6 +52,9 @@ type RealOptions struct {
 	EvalTries int                    `json:"eval_tries"`
 	Sandbox   taskenv.SandboxOptions `json:"sandbox"`
 	Learner   neural.Config          `json:"learner"`
+	// Start is the command line's --start, which set Learner (recorded
+	// as Options.Start).
+	Start string `json:"-"`
 	// TryCost is frog train's --try-cost (actors.Config.TryCost).
 	TryCost  float64         `json:"try_cost"`
 	Device   string          `json:"device"`
@@ -74,11 +81,11 @@ type Deps struct {
 	// Version is frog's version, recorded in config.json and every result.
 	Version string
 	Log     zerolog.Logger
-	// Curriculum makes the curriculum strategy names (one of
-	// Options.Strategies) for one run: seeded with seed, asking sources
-	// that take only a difficulty for difficulty. Its errors are returned
-	// as they are.
-	Curriculum func(strategy string, seed uint64, difficulty float64) (curriculum.Curriculum, error)
+	// Curriculum makes the curriculum of arm a (an entry of
+	// Options.Strategies: its strategy, temperature and signal) for one
+	// run: seeded with seed, asking sources that take only a difficulty
+	// for difficulty. Its errors are returned as they are.
+	Curriculum func(a Arm, seed uint64, difficulty float64) (curriculum.Curriculum, error)
 	// Sandboxes opens the sandboxes of Mode "real" (unused in sim mode).
 	Sandboxes taskenv.Opener
 	// Tensor opens the learners' tensor backend of Mode "real" for

@@ -166,6 +166,10 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 // policy would get, and only saves time).
 func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, error) {
 	o, start := x.o, time.Now()
+	a, err := ParseArm(strategy)
+	if err != nil {
+		return Result{}, &run.UsageError{Err: err}
+	}
 	name := fmt.Sprintf("exp-%s-%d", strategy, seed)
 	key, err := gotask.LoadVerdictKey(filepath.Join(filepath.Dir(x.ws.Root()), "verdict.key"))
 	if err != nil {
@@ -177,7 +181,7 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 	if err != nil {
 		return Result{}, run.Usagef("--tasks %s: %v", o.Real.Tasks, err)
 	}
-	cur, err := x.deps.Curriculum(strategy, seed, 4)
+	cur, err := x.deps.Curriculum(a, seed, 4)
 	if err != nil {
 		return Result{}, err
 	}
@@ -195,6 +199,7 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 	var (
 		execs     atomic.Int64
 		drainOnce sync.Once
+		tasks     = newDistinct()
 	)
 	drain := make(chan struct{})
 	cfg := actors.DefaultConfig()
@@ -203,12 +208,13 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 	// episodes are bounded too (maxRealEpisodes), in case a run's tasks
 	// all come to be answered from its cache.
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = maxRealEpisodes, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
-	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, env.StepsForTries(o.Real.Tries), o.Refill
+	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, env.StepsForTries(o.Real.Tries), o.refill(a)
 	cfg.TryCost = o.Real.TryCost
 	deps := actors.Deps{
 		Provider: x.prov, Learner: learner, Source: q.Source(st), Curriculum: cur, Harness: h,
 		Log: x.log.Level(zerolog.WarnLevel), Drain: drain,
 		OnEpisode: func(r *actors.EpisodeResult) {
+			tasks.add(r)
 			if r.Trajectory != nil && execs.Add(int64(r.Trajectory.Executions)) >= o.Budget {
 				drainOnce.Do(func() { close(drain) })
 			}
@@ -228,6 +234,7 @@ func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, e
 	xs, snaps := pts.rest()
 	r := newResult(o, x.deps.Version, strategy, seed, execs.Load(), sum, len(x.heldout))
 	r.Quarantined = len(q.Quarantined())
+	r.Distinct = tasks.n()
 	r.TrainSeconds = time.Since(start).Seconds()
 	if err := x.curve(ctx, name, seed, &r, snaps, xs); err != nil {
 		return Result{}, err

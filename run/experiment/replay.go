@@ -110,13 +110,17 @@ func (x *Replay) Close() { x.backend.Close() }
 // its episode was not scored, and the run would not be a replay's.
 func (x *Replay) Run(ctx context.Context, strategy string, seed uint64) (Result, error) {
 	o, start := x.o, time.Now()
+	a, err := ParseArm(strategy)
+	if err != nil {
+		return Result{}, &run.UsageError{Err: err}
+	}
 	name := fmt.Sprintf("exp-replay-%s-%d", strategy, seed)
 	before := x.rp.Report("").Unanswered()
 	src, err := taskenv.TableSource(x.train, seed)
 	if err != nil {
 		return Result{}, run.Usagef("--table %s: %v", o.Tables.Table, err)
 	}
-	cur, err := x.deps.Curriculum(strategy, seed, 4)
+	cur, err := x.deps.Curriculum(a, seed, 4)
 	if err != nil {
 		return Result{}, err
 	}
@@ -130,14 +134,15 @@ func (x *Replay) Run(ctx context.Context, strategy string, seed uint64) (Result,
 
 	pts := newPoints(o.Budget, o.Points, learner.Current)
 	var episodes atomic.Int64
+	tasks := newDistinct()
 	cfg := actors.DefaultConfig()
 	cfg.Run, cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = name, o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
-	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance, cfg.TryCost = o.Tables.Tries, env.StepsForTries(o.Tables.Tries), o.Refill, o.Tables.TryCost
+	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance, cfg.TryCost = o.Tables.Tries, env.StepsForTries(o.Tables.Tries), o.refill(a), o.Tables.TryCost
 	cfg.MaxAttempts = 1 // a call the table cannot answer fails alike again
 	deps := actors.Deps{
 		Provider: x.rp, Harness: x.rp, Learner: learner, Source: src, Curriculum: cur,
 		Log:       x.deps.Log.Level(zerolog.WarnLevel).With().Str("env", "replay").Logger(),
-		OnEpisode: func(*actors.EpisodeResult) { episodes.Add(1) },
+		OnEpisode: func(r *actors.EpisodeResult) { episodes.Add(1); tasks.add(r) },
 		OnUpdate:  func(actors.UpdateRecord) { pts.reach(episodes.Load(), nil) },
 	}
 	sum, err := runWhole(ctx, cfg, deps)
@@ -146,6 +151,7 @@ func (x *Replay) Run(ctx context.Context, strategy string, seed uint64) (Result,
 	}
 	xs, snaps := pts.rest()
 	r := newResult(o, x.deps.Version, strategy, seed, episodes.Load(), sum, len(x.heldout))
+	r.Distinct = tasks.n()
 	r.TrainSeconds = time.Since(start).Seconds()
 	err = measureCurve(o, x.start, seed, &r, snaps, xs, func(p *neural.Policy) (HeldoutPoint, error) { return x.evaluate(ctx, name, p) })
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/run"
@@ -32,10 +33,12 @@ type Result struct {
 	CurveX     []int64   `json:"curve_executions"`
 	CurveY     []float64 `json:"curve_heldout"`
 	// Retired, Frontier: the replay curriculum's state at the end.
-	Retired      int     `json:"retired,omitempty"`
-	Frontier     int     `json:"frontier_size,omitempty"`
-	FreshPass    float64 `json:"fresh_pass_rate,omitempty"`
-	TrainPass    float64 `json:"train_pass_rate"`
+	Retired   int     `json:"retired,omitempty"`
+	Frontier  int     `json:"frontier_size,omitempty"`
+	FreshPass float64 `json:"fresh_pass_rate,omitempty"`
+	TrainPass float64 `json:"train_pass_rate"`
+	// Distinct is the number of distinct training tasks the run played.
+	Distinct     int     `json:"distinct_tasks,omitempty"`
 	Seconds      float64 `json:"seconds"`
 	FrogVersion  string  `json:"frog_version"`
 	TargetSolve  float64 `json:"target_solve"`
@@ -148,6 +151,30 @@ func AppendResult(dir string, r Result) error {
 		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
+}
+
+// distinct counts the distinct tasks of a run's episodes; add is safe
+// for concurrent use (OnEpisode hooks run on many goroutines).
+type distinct struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+func newDistinct() *distinct { return &distinct{ids: map[string]struct{}{}} }
+
+func (d *distinct) add(r *actors.EpisodeResult) {
+	if r.Task == nil {
+		return
+	}
+	d.mu.Lock()
+	d.ids[r.Task.ID] = struct{}{}
+	d.mu.Unlock()
+}
+
+func (d *distinct) n() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.ids)
 }
 
 // newResult is a run's result before its curve is measured.

@@ -14,6 +14,7 @@ import (
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/policy"
 	policysim "github.com/frognano/frog/policy/sim"
+	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -112,6 +113,10 @@ var _ env.Immediate = countingProvider{}
 func (s *Sim) Run(ctx context.Context, strategy string, seed uint64) (Result, error) {
 	o, h := s.o, s.heldout
 	start := time.Now()
+	a, err := ParseArm(strategy)
+	if err != nil {
+		return Result{}, &run.UsageError{Err: err}
+	}
 	scfg := envsim.DefaultConfig()
 	scfg.Seed = seed
 	sp, err := envsim.New(scfg)
@@ -120,7 +125,7 @@ func (s *Sim) Run(ctx context.Context, strategy string, seed uint64) (Result, er
 	}
 	var execs atomic.Int64
 	prov := countingProvider{sp, &execs}
-	cur, err := s.deps.Curriculum(strategy, seed, 0)
+	cur, err := s.deps.Curriculum(a, seed, 0)
 	if err != nil {
 		return Result{}, err
 	}
@@ -138,10 +143,11 @@ func (s *Sim) Run(ctx context.Context, strategy string, seed uint64) (Result, er
 	// In the simulation an episode runs its tests once: the budget in
 	// test executions is the budget in episodes (checked below).
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = o.Budget, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
-	cfg.RefillZeroVariance = o.Refill
+	cfg.RefillZeroVariance = o.refill(a)
+	tasks := newDistinct()
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: taskenv.OracleSource(src, oracle, taskenv.FixFor(src)),
-		Curriculum: cur, Log: s.deps.Log.Level(zerolog.WarnLevel),
+		Curriculum: cur, Log: s.deps.Log.Level(zerolog.WarnLevel), OnEpisode: tasks.add,
 		OnUpdate: func(r actors.UpdateRecord) {
 			mu.Lock()
 			curve = append(curve, point{execs.Load(), r.Extra["skill"]})
@@ -157,6 +163,7 @@ func (s *Sim) Run(ctx context.Context, strategy string, seed uint64) (Result, er
 	curve = append(curve, point{execs.Load(), learner.Skill()})
 	r := newResult(o, s.deps.Version, strategy, seed, execs.Load(), sum, len(h.d))
 	r.FinalSkill = learner.Skill()
+	r.Distinct = tasks.n()
 	if r.Executions != o.Budget {
 		return r, fmt.Errorf("spent %d test executions of a budget of %d", r.Executions, o.Budget)
 	}

@@ -37,8 +37,15 @@ type Row struct {
 	Reached    int       `json:"reached"`
 	Reach      float64   `json:"reach_median"`
 	VsUniform  *Interval `json:"final_minus_uniform,omitempty"`
-	CurveX     []int64   `json:"curve_executions"`
-	Curve      []Interval
+	// AUCVsUniform and FirstVsUniform are the paired differences from
+	// uniform of the area under the curve and of the final point's rate
+	// within one try (where the results have it).
+	AUCVsUniform   *Interval `json:"auc_minus_uniform,omitempty"`
+	FirstVsUniform *Interval `json:"first_try_minus_uniform,omitempty"`
+	// Distinct is the number of distinct training tasks a run played.
+	Distinct Interval `json:"distinct_tasks"`
+	CurveX   []int64  `json:"curve_executions"`
+	Curve    []Interval
 	// Ranks are the final held-out point's rates within each number of
 	// tries and its MRR (real mode), overall and per operator family of
 	// the bug: absent where the results predate them.
@@ -131,9 +138,9 @@ func Summarize(results []Result, o Options) Table {
 		}
 		by[r.Strategy] = append(by[r.Strategy], r)
 	}
-	uniform := map[uint64]float64{}
+	uniform := map[uint64]Result{}
 	for _, r := range by[curriculum.StrategyUniform] {
-		uniform[r.Seed] = r.Final
+		uniform[r.Seed] = r
 	}
 	tab := Table{Mode: o.Mode, Budget: o.Budget, TargetSolve: o.TargetSolve, Heldout: o.Heldout, Dir: o.Dir}
 	for _, r := range results {
@@ -144,14 +151,18 @@ func Summarize(results []Result, o Options) Table {
 	for _, s := range order {
 		rs := by[s]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Seed < rs[j].Seed })
-		var final, auc, zero, train, reach, diff []float64
+		var final, auc, zero, train, reach, diff, aucDiff, firstDiff, tasks []float64
 		for _, r := range rs {
 			final, auc, zero, train = append(final, r.Final), append(auc, r.AUC), append(zero, r.ZeroSignal), append(train, r.TrainPass)
+			tasks = append(tasks, float64(r.Distinct))
 			if r.Reach >= 0 {
 				reach = append(reach, float64(r.Reach))
 			}
 			if u, ok := uniform[r.Seed]; ok {
-				diff = append(diff, r.Final-u)
+				diff, aucDiff = append(diff, r.Final-u.Final), append(aucDiff, r.AUC-u.AUC)
+				if a, b := firstTry(r), firstTry(u); a >= 0 && b >= 0 {
+					firstDiff = append(firstDiff, a-b)
+				}
 			}
 		}
 		row := Row{Strategy: s, Seeds: len(rs), Final: boot(final, rng), AUC: boot(auc, rng), ZeroSignal: boot(zero, rng),
@@ -176,9 +187,32 @@ func Summarize(results []Result, o Options) Table {
 		// Last, so that the intervals above come out as they did before
 		// these were measured.
 		row.Ranks, row.ByFamily = finalRanks(rs, rng)
+		row.Distinct = boot(tasks, rng)
+		if len(diff) > 0 && s != curriculum.StrategyUniform {
+			d := boot(aucDiff, rng)
+			row.AUCVsUniform = &d
+			if len(firstDiff) > 0 {
+				f := boot(firstDiff, rng)
+				row.FirstVsUniform = &f
+			}
+		}
 		tab.Rows = append(tab.Rows, row)
 	}
 	return tab
+}
+
+// firstTry is the final held-out point's rate within one try; -1 where
+// the result does not have it.
+func firstTry(r Result) float64 {
+	if len(r.Points) == 0 {
+		return -1
+	}
+	for _, at := range r.Points[len(r.Points)-1].AtTries {
+		if at.Tries == 1 {
+			return at.Rate.Rate
+		}
+	}
+	return -1
 }
 
 // unit is what a budget counts: episodes in a replay (a replayed
@@ -196,7 +230,7 @@ func (t Table) Print(w io.Writer) error {
 	fmt.Fprintf(w, "curriculum experiment (%s): budget %d %s per run, %d held-out tasks; 95%% bootstrap intervals over seeds\n",
 		t.Mode, t.Budget, unit, t.Heldout)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "strategy\tseeds\tfinal held-out\tarea under curve\tzero-variance groups\ttrain pass\t%s to %.2f\tfinal − uniform (paired)\t\n", short, t.TargetSolve)
+	fmt.Fprintf(tw, "strategy\tseeds\tfinal held-out\tarea under curve\tzero-variance groups\tdistinct tasks\ttrain pass\t%s to %.2f\tfinal − uniform (paired)\t\n", short, t.TargetSolve)
 	pct := func(v Interval) string { return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*v.Mean, 100*v.Lo, 100*v.Hi) }
 	for _, r := range t.Rows {
 		reach := "not reached"
@@ -207,9 +241,13 @@ func (t Table) Print(w io.Writer) error {
 		if r.VsUniform != nil {
 			vs = fmt.Sprintf("%+.1f [%+.1f, %+.1f] pts", 100*r.VsUniform.Mean, 100*r.VsUniform.Lo, 100*r.VsUniform.Hi)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t\n", r.Strategy, r.Seeds, pct(r.Final), pct(r.AUC), pct(r.ZeroSignal), 100*r.TrainPass, reach, vs)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.0f [%.0f, %.0f]\t%.1f%%\t%s\t%s\t\n", r.Strategy, r.Seeds, pct(r.Final), pct(r.AUC), pct(r.ZeroSignal),
+			r.Distinct.Mean, r.Distinct.Lo, r.Distinct.Hi, 100*r.TrainPass, reach, vs)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := t.printPaired(w); err != nil {
 		return err
 	}
 	if err := t.printRanks(w); err != nil {
@@ -217,6 +255,34 @@ func (t Table) Print(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "wrote %s (results.jsonl, table.txt, curriculum.png, curriculum.svg)\n", t.Dir)
 	return err
+}
+
+// printPaired writes each strategy's paired differences from uniform on
+// the same seeds: the final point, the area under the curve and the
+// final rate within one try; nothing when no strategy has them.
+func (t Table) printPaired(w io.Writer) error {
+	var rows []Row
+	for _, r := range t.Rows {
+		if r.VsUniform != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "paired differences from uniform on the same seeds (percentage points, mean and 95% bootstrap interval)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "strategy\tfinal\tarea under curve\twithin 1 try\t")
+	pts := func(v *Interval) string {
+		if v == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*v.Mean, 100*v.Lo, 100*v.Hi)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.Strategy, pts(r.VsUniform), pts(r.AUCVsUniform), pts(r.FirstVsUniform))
+	}
+	return tw.Flush()
 }
 
 // printRanks writes the final held-out point's rates within 1, 3 and 10

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,16 @@ real mode it adds the final held-out point's solve rates within 1, 3 and 10
 tries and its mean reciprocal rank of the first fix (MRR), overall and per
 operator family of the bug, as means over seeds with bootstrap intervals.
 
+Each --strategies entry is an arm, STRATEGY[:OPTION...], so that one setting
+can be compared as an arm of its own: uniform:refill drops groups whose rewards
+are all equal and plans new ones (frontier by rejection), frontier:norefill keeps
+them; frontier:t=0.25 sets the replay sampler's temperature; frontier:return has
+the curriculum judge tasks by the return GRPO compares (the try cost included),
+so a task solved by every rollout, but not in the first try, still teaches. The
+table adds the distinct tasks each arm trained on and, per arm, the paired
+difference from uniform in the final solve rate, the area under the curve and
+(real and replay) the final solve rate within 1 try.
+
 Results are appended to the experiment directory (--dir: config.json,
 results.jsonl, table.txt, the plot): a run already there is not run again, so
 an interrupted experiment resumes, and strategies or seeds can be run a few at
@@ -74,14 +85,17 @@ later one) are played greedily, --eval-tries tries each, by the policy of each
 of --points+1 points of the run's budget. Defaults for real mode: strategies
 frontier, uniform, easy and hard; --seeds 3; --budget 6000 (about 5 minutes a
 run on 2 cores: the whole experiment in about an hour); --points 2; --heldout
-40; --concurrency 2×CPUs; --task-refill 2.
+40; --concurrency 2×CPUs; --task-refill 2; no refill of zero-variance groups
+(an arm's :refill asks for it); --start prior (--start scratch: an untrained
+network, as frog train --start scratch).
 
 --mode replay trains the same policy as real mode against a replay table of
 real verdicts (--table, made by frog tabulate) instead of sandboxes, and
 evaluates it on another (--heldout-table, tasks never trained on): fast, and
 named a replay in the table and logs. Its budget counts episodes, since a
-replayed verdict runs no test. Defaults for replay mode: the strategies of
-real mode; --seeds 3; --budget 4000 episodes; --points 10; --heldout every
+replayed verdict runs no test: every episode is charged, the ones of groups
+dropped for want of signal and the rounds curriculum's calibration included.
+Defaults for replay mode: rounds, frontier, uniform, easy, hard and offline; --seeds 3; --budget 4000 episodes; --points 10; --heldout every
 task of the held-out table; --concurrency 64. docs/replay.md says what a
 replay is and is not.`,
 		Example: `  frog experiment curriculum --mode sim --seeds 5 --budget 40000
@@ -101,7 +115,7 @@ replay is and is not.`,
 	f.IntVar(&o.Concurrency, "concurrency", 32, "episodes running at once in each run")
 	f.IntVar(&o.GroupSize, "group-size", 8, "GRPO group size")
 	f.IntVar(&o.GroupsPer, "groups-per-update", 4, "groups per learner update")
-	f.BoolVar(&o.Refill, "refill-zero-variance", true, "drop groups whose rewards are all equal from the batches and plan new ones (as frog train does)")
+	f.BoolVar(&o.Refill, "refill-zero-variance", true, "drop groups whose rewards are all equal from the batches and plan new ones, for every arm (as frog train does; real and replay: default false, refill an arm instead with STRATEGY:refill)")
 	f.IntVar(&o.TaskRefill, "task-refill", 4, "fewest tasks asked of the synthesizer at once (small: steering acts sooner)")
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.004, "sim: skill gained per unit of learning signal")
 	f.Float64Var(&o.InitialSkill, "initial-skill", 0, "sim: the agent's starting skill")
@@ -160,8 +174,15 @@ func validateExperiment(o *experiment.Options) error {
 		inRange("--task-refill", o.TaskRefill, 1, actors.MaxBatch)); err != nil {
 		return err
 	}
+	if o.Mode != "sim" && !slices.Contains(neural.Starts, o.Start) {
+		return usagef("--start %q: want %s", o.Start, strings.Join(neural.Starts, " or "))
+	}
 	for _, s := range o.Strategies {
-		if _, err := newCurriculum(experimentCurriculum(o, s, 1, 0)); err != nil {
+		a, err := experiment.ParseArm(s)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--strategies: %w", err)}
+		}
+		if _, err := newCurriculum(experimentCurriculum(o, a, 1, 0)); err != nil {
 			return err
 		}
 	}
@@ -212,6 +233,7 @@ func realFlags(f *pflag.FlagSet, r *experiment.RealOptions) {
 	f.StringVar(&r.Device, "device", "auto", "real: tensor backend of the learners (auto, cpu or cuda)")
 	f.Float64Var(&r.Learner.LR, "lr", r.Learner.LR, "real: the learners' Adam learning rate")
 	f.Float64Var(&r.TryCost, "try-cost", defaultTryCost, "real: what GRPO takes off a rewarded rollout's return per try beyond the first, as in frog train (0: compare 0/1 rewards, as experiments made before the flag did)")
+	f.StringVar(&r.Start, "start", neural.StartPrior, "real, replay: where every run's network starts, prior or scratch (as frog train --start; --lr and --credit still apply)")
 	f.StringVar(&r.Learner.Credit, "credit", r.Learner.Credit, "real: what each decision is advantaged by, as in frog train: episode or try")
 	(*sandboxOptions)(&r.Sandbox).flags(f, "process")
 	(*taskOptions)(&r.TaskOpts).flags(f)
@@ -244,6 +266,15 @@ func realDefaults(c *cobra.Command, o *experiment.Options) {
 	}
 	if !changed("strategies") {
 		o.Strategies = []string{curriculum.StrategyFrontier, curriculum.StrategyUniform, "easy", "hard"}
+	}
+	if !changed("refill-zero-variance") {
+		o.Refill = false
+	}
+	r := o.Real
+	o.Start = r.Start
+	if l, err := neural.StartConfig(r.Start); err == nil {
+		l.LR, l.Credit = r.Learner.LR, r.Learner.Credit
+		r.Learner = l
 	}
 }
 
@@ -291,11 +322,17 @@ func replayDefaults(c *cobra.Command, o *experiment.Options, tables experiment.T
 	return nil
 }
 
-// experimentCurriculum is the curriculum spec of strategy in one run of
-// an experiment.
-func experimentCurriculum(o *experiment.Options, strategy string, seed uint64, difficulty float64) curriculumSpec {
-	return curriculumSpec{Name: strategy, Difficulty: difficulty, PassRate: defaultPassRate, Rate: defaultTargetRate,
-		Replay: replayOptions(o.Replay), Seed: seed, GroupsPerUpdate: o.GroupsPer, GroupSize: o.GroupSize}
+// experimentCurriculum is the curriculum spec of arm a in one run of an
+// experiment: the experiment's replay settings, with the arm's
+// temperature and signal where it sets them.
+func experimentCurriculum(o *experiment.Options, a experiment.Arm, seed uint64, difficulty float64) curriculumSpec {
+	r := replayOptions(o.Replay)
+	if a.Temperature > 0 {
+		r.Temperature = a.Temperature
+	}
+	r.Return = r.Return || a.Return
+	return curriculumSpec{Name: a.Strategy, Difficulty: difficulty, PassRate: defaultPassRate, Rate: defaultTargetRate,
+		Replay: r, Seed: seed, GroupsPerUpdate: o.GroupsPer, GroupSize: o.GroupSize}
 }
 
 // runExperiment runs the experiment (experiment.Run) and prints its table.
@@ -312,8 +349,8 @@ func runExperiment(ctx context.Context, g *globals, o *experiment.Options, asJSO
 	}
 	deps := experiment.Deps{
 		Version: version(), Log: log, Sandboxes: sandboxOpener(sandboxSpec{}, log), Tensor: cuda.Open,
-		Curriculum: func(strategy string, seed uint64, difficulty float64) (curriculum.Curriculum, error) {
-			return newCurriculum(experimentCurriculum(o, strategy, seed, difficulty))
+		Curriculum: func(a experiment.Arm, seed uint64, difficulty float64) (curriculum.Curriculum, error) {
+			return newCurriculum(experimentCurriculum(o, a, seed, difficulty))
 		},
 	}
 	tab, err := experiment.Run(ctx, *o, deps)

@@ -134,3 +134,26 @@ func TestExperimentCurriculumReal(t *testing.T) {
 		t.Errorf("a second invocation left %d runs; want the same 2", len(again))
 	}
 }
+
+// TestExperimentRefusesBadArms checks that an arm the experiment cannot
+// read, or a start it does not know, is a usage error before anything
+// runs.
+func TestExperimentRefusesBadArms(t *testing.T) {
+	for _, args := range [][]string{
+		{"--strategies", "frontier:bogus"},
+		{"--strategies", "frontier:t=0"},
+		{"--strategies", "nosuch"},
+		{"--mode", "real", "--tasks", "x.jsonl", "--start", "middle"},
+	} {
+		dir := filepath.Join(t.TempDir(), "exp")
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), append([]string{"experiment", "curriculum", "--dir", dir, "--log-level", "disabled"}, args...), &out, &errb)
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: %v; want a usage error", args, err)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%v: the experiment directory was made", args)
+		}
+	}
+}

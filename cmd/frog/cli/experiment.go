@@ -307,6 +307,10 @@ func replayDefaults(c *cobra.Command, o *experiment.Options, tables experiment.T
 	r := o.Real
 	tables.Tries, tables.EvalTries, tables.Learner, tables.TryCost, tables.Device = r.Tries, r.EvalTries, r.Learner, r.TryCost, r.Device
 	o.Tables, o.Real = &tables, nil
+	if !changed("strategies") {
+		o.Strategies = []string{curriculum.StrategyRounds, curriculum.StrategyFrontier, curriculum.StrategyUniform,
+			curriculum.StrategyEasy, curriculum.StrategyHard, curriculum.StrategyOffline}
+	}
 	if !changed("budget") {
 		o.Budget = 4000
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env/replay"
+	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/run/experiment"
 	"github.com/frognano/frog/run/taskenv"
 )
 
@@ -479,8 +481,9 @@ func TestReplaySimAndExperiment(t *testing.T) {
 	train, held := filepath.Join(dir, "train.table.jsonl"), filepath.Join(dir, "heldout.table.jsonl")
 	splitTable(t, table, 3, train, held)
 	exp := filepath.Join(dir, "exp")
-	out := runFrog(t, "experiment", "curriculum", "--mode", "replay", "--table", train, "--heldout-table", held, "--strategies", "frontier,uniform",
-		"--seeds", "2", "--budget", "64", "--points", "2", "--group-size", "4", "--concurrency", "8", "--device", "cpu", "--dir", exp, "--json", "--log-level", "warn")
+	out := runFrog(t, "experiment", "curriculum", "--mode", "replay", "--table", train, "--heldout-table", held, "--strategies", "frontier,uniform,uniform:refill",
+		"--seeds", "2", "--budget", "64", "--points", "2", "--group-size", "4", "--concurrency", "8", "--device", "cpu", "--start", "scratch",
+		"--dir", exp, "--json", "--log-level", "warn")
 	var tab struct {
 		Mode    string `json:"mode"`
 		Heldout int    `json:"heldout_tasks"`
@@ -488,13 +491,28 @@ func TestReplaySimAndExperiment(t *testing.T) {
 			Strategy string  `json:"strategy"`
 			Seeds    int     `json:"seeds"`
 			CurveX   []int64 `json:"curve_executions"`
+			Distinct struct {
+				Mean float64 `json:"mean"`
+			} `json:"distinct_tasks"`
 		} `json:"strategies"`
 	}
 	if err := json.Unmarshal([]byte(out), &tab); err != nil {
 		t.Fatalf("frog experiment --mode replay --json: %v\n%s", err, out)
 	}
-	if tab.Mode != envReplay || len(tab.Rows) != 2 || tab.Rows[0].Seeds != 2 || tab.Rows[1].Seeds != 2 || tab.Heldout < 1 {
-		t.Errorf("frog experiment --mode replay: %s", out)
+	if tab.Mode != envReplay || len(tab.Rows) != 3 || tab.Rows[2].Strategy != "uniform:refill" || tab.Heldout < 1 {
+		t.Fatalf("frog experiment --mode replay: %s", out)
+	}
+	for _, r := range tab.Rows {
+		if r.Seeds != 2 || r.Distinct.Mean < 1 {
+			t.Errorf("frog experiment --mode replay: arm %s: %d seeds, %.1f distinct tasks; want 2 seeds and some tasks", r.Strategy, r.Seeds, r.Distinct.Mean)
+		}
+	}
+	var cfg struct {
+		Config experiment.Options `json:"config"`
+	}
+	if data, err := os.ReadFile(filepath.Join(exp, "config.json")); err != nil || json.Unmarshal(data, &cfg) != nil ||
+		cfg.Config.Start != neural.StartScratch || cfg.Config.Tables == nil || cfg.Config.Tables.Learner.Prior {
+		t.Errorf("frog experiment --mode replay --start scratch: config.json %s (%v); want start scratch, no prior", data, err)
 	}
 	if len(tab.Rows) > 0 && !slices.Equal(tab.Rows[0].CurveX, []int64{0, 32, 64}) {
 		t.Errorf("frog experiment --mode replay: curve at %v episodes, want 0, 32, 64", tab.Rows[0].CurveX)

@@ -27,7 +27,10 @@ func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
 	if o.Mode != "sim" && (o.Mode != "real" || o.Real == nil) && (o.Mode != "replay" || o.Tables == nil) {
 		return Table{}, fmt.Errorf("experiment mode %q: want sim, real with its RealOptions or replay with its TableOptions", o.Mode)
 	}
-	results, err := OpenDir(o, deps.Version)
+	// The directory is made once the runner has opened, so that settings
+	// it refuses (tables that overlap, a backend that is missing) leave
+	// no experiment behind.
+	results, err := checkDir(o, deps.Version, false)
 	if err != nil {
 		return Table{}, err
 	}
@@ -55,6 +58,9 @@ func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
 		}
 		defer x.Close()
 		runner = x
+	}
+	if _, err := OpenDir(o, deps.Version); err != nil {
+		return Table{}, err
 	}
 	for _, p := range pending {
 		if ctx.Err() != nil {

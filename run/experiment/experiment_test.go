@@ -165,7 +165,8 @@ func TestSummarize(t *testing.T) {
 }
 
 // TestRunRefusesAnUnknownMode: a mode Run has no Runner for (or real
-// without its options) is an error before the directory is made.
+// without its options), or a runner that cannot open, is an error before
+// the directory is made.
 func TestRunRefusesAnUnknownMode(t *testing.T) {
 	for _, mode := range []string{"", "replay", "real"} {
 		dir := filepath.Join(t.TempDir(), "exp")
@@ -177,6 +178,17 @@ func TestRunRefusesAnUnknownMode(t *testing.T) {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("mode %q: the directory was made (%v)", mode, err)
 		}
+	}
+	// A replay whose tables cannot be opened leaves no directory either,
+	// so that the corrected command is not refused as other settings.
+	dir := filepath.Join(t.TempDir(), "exp")
+	o := simOptions(dir)
+	o.Mode, o.Tables = "replay", &TableOptions{Table: filepath.Join(dir, "missing.jsonl"), HeldoutTable: filepath.Join(dir, "missing.jsonl")}
+	if _, err := Run(context.Background(), o, simDeps(o)); err == nil {
+		t.Error("replay of a missing table: no error")
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("replay of a missing table: the directory was made (%v)", err)
 	}
 }
 

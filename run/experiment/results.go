@@ -81,6 +81,13 @@ func OpenDir(o Options, version string) ([]Result, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("experiment directory: %w", err)
 	}
+	return checkDir(o, version, true)
+}
+
+// checkDir checks that o.Dir's config.json, where there is one, was made
+// with o's settings, and returns the results the directory holds. Where
+// there is none, it writes one if write is set.
+func checkDir(o Options, version string, write bool) ([]Result, error) {
 	cfgPath := filepath.Join(o.Dir, "config.json")
 	// What must agree for results to be comparable: everything but the
 	// strategies and seeds run this time.
@@ -105,6 +112,8 @@ func OpenDir(o Options, version string) ([]Result, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	} else if !write {
+		return ReadResults(o.Dir)
 	} else if err := run.WriteJSONAtomic(cfgPath, rec); err != nil {
 		return nil, err
 	}

@@ -31,14 +31,8 @@ func newExperimentCmd(g *globals) *cobra.Command {
 	return c
 }
 
-func newExperimentCurriculumCmd(g *globals) *cobra.Command {
-	o := &experiment.Options{Real: &experiment.RealOptions{Learner: neural.DefaultConfig()}}
-	var asJSON bool
-	var tables experiment.TableOptions
-	c := &cobra.Command{
-		Use:   "curriculum",
-		Short: "Compare curricula at one budget of test executions: held-out solve rate per strategy, with intervals",
-		Long: `curriculum runs every strategy (--strategies) with every seed (--seeds) at the
+// experimentCurriculumLong is frog experiment curriculum's --help.
+const experimentCurriculumLong = `curriculum runs every strategy (--strategies) with every seed (--seeds) at the
 same budget, counted in test executions (a strategy whose tasks are cheaper gains
 nothing), and evaluates each run on one fixed held-out task set from modules never
 trained on. It prints a table per strategy — the final held-out solve rate, the
@@ -97,7 +91,16 @@ replayed verdict runs no test: every episode is charged, the ones of groups
 dropped for want of signal and the rounds curriculum's calibration included.
 Defaults for replay mode: rounds, frontier, uniform, easy, hard and offline; --seeds 3; --budget 4000 episodes; --points 10; --heldout every
 task of the held-out table; --concurrency 64. docs/replay.md says what a
-replay is and is not.`,
+replay is and is not.`
+
+func newExperimentCurriculumCmd(g *globals) *cobra.Command {
+	o := &experiment.Options{Real: &experiment.RealOptions{Learner: neural.DefaultConfig()}}
+	var asJSON bool
+	var tables experiment.TableOptions
+	c := &cobra.Command{
+		Use:   "curriculum",
+		Short: "Compare curricula at one budget of test executions: held-out solve rate per strategy, with intervals",
+		Long:  experimentCurriculumLong,
 		Example: `  frog experiment curriculum --mode sim --seeds 5 --budget 40000
   frog experiment curriculum --strategies frontier,uniform --seeds 3 --dir runs/exp-curriculum
   frog experiment curriculum --mode real --seeds 3 --tasks runs/train-tasks.jsonl --dir runs/exp-real

@@ -89,8 +89,9 @@ evaluates it on another (--heldout-table, tasks never trained on): fast, and
 named a replay in the table and logs. Its budget counts episodes, since a
 replayed verdict runs no test: every episode is charged, the ones of groups
 dropped for want of signal and the rounds curriculum's calibration included.
-Defaults for replay mode: rounds, frontier, uniform, easy, hard and offline; --seeds 3; --budget 4000 episodes; --points 10; --heldout every
-task of the held-out table; --concurrency 64. docs/replay.md says what a
+Defaults for replay mode: rounds, frontier, uniform, easy, hard and offline;
+--seeds 3; --budget 4000 episodes; --points 10; --heldout every task of the
+held-out table; --concurrency 64; --start prior; no refill. docs/replay.md says what a
 replay is and is not.`
 
 func newExperimentCurriculumCmd(g *globals) *cobra.Command {

@@ -125,6 +125,10 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 		for _, t := range checked {
 			rec.Tasks = append(rec.Tasks, t.Task.ID)
 		}
+		// Run makes the directory only once the runner has opened.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("experiment directory: %w", err)
+		}
 		return checked, run.WriteJSONAtomic(path, rec)
 	}
 	if err != nil {

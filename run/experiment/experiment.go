@@ -14,7 +14,7 @@ import (
 // its budget and measures its held-out curve: Sim for Mode "sim", Real
 // for Mode "real", Replay for Mode "replay".
 type Runner interface {
-	Run(ctx context.Context, strategy string, seed uint64) (Result, error)
+	Run(ctx context.Context, a Arm, seed uint64) (Result, error)
 }
 
 // Run runs every strategy of o with every seed that o.Dir's results do
@@ -27,10 +27,18 @@ func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
 	if o.Mode != "sim" && (o.Mode != "real" || o.Real == nil) && (o.Mode != "replay" || o.Tables == nil) {
 		return Table{}, fmt.Errorf("experiment mode %q: want sim, real with its RealOptions or replay with its TableOptions", o.Mode)
 	}
+	arms := map[string]Arm{}
+	for _, s := range o.Strategies {
+		a, err := ParseArm(s)
+		if err != nil {
+			return Table{}, &run.UsageError{Err: err}
+		}
+		arms[s] = a
+	}
 	// The directory is made once the runner has opened, so that settings
 	// it refuses (tables that overlap, a backend that is missing) leave
 	// no experiment behind.
-	results, err := checkDir(o, deps.Version, false)
+	results, err := checkDir(o, deps.Version)
 	if err != nil {
 		return Table{}, err
 	}
@@ -59,14 +67,14 @@ func Run(ctx context.Context, o Options, deps Deps) (Table, error) {
 		defer x.Close()
 		runner = x
 	}
-	if _, err := OpenDir(o, deps.Version); err != nil {
+	if err := writeConfig(o, deps.Version); err != nil {
 		return Table{}, err
 	}
 	for _, p := range pending {
 		if ctx.Err() != nil {
 			return Table{}, ctx.Err()
 		}
-		r, err := runner.Run(ctx, p.Strategy, p.Seed)
+		r, err := runner.Run(ctx, arms[p.Strategy], p.Seed)
 		if err != nil {
 			return Table{}, fmt.Errorf("strategy %s seed %d: %w", p.Strategy, p.Seed, err)
 		}

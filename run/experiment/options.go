@@ -35,7 +35,7 @@ type Options struct {
 	Tables       *TableOptions            `json:"tables,omitempty"`
 	// Start is where real and replay runs' networks start
 	// (neural.StartPrior or neural.StartScratch; Learner.Prior and KL
-	// follow it), for the table's header.
+	// follow it), recorded in config.json.
 	Start string `json:"start,omitempty"`
 
 	// Dir is the experiment directory.

@@ -168,12 +168,9 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 // frog train; --no-outcome-cache makes every one count). The held-out
 // evaluations share one harness (a cached answer there is the answer the
 // policy would get, and only saves time).
-func (x *Real) Run(ctx context.Context, strategy string, seed uint64) (Result, error) {
+func (x *Real) Run(ctx context.Context, a Arm, seed uint64) (Result, error) {
 	o, start := x.o, time.Now()
-	a, err := ParseArm(strategy)
-	if err != nil {
-		return Result{}, &run.UsageError{Err: err}
-	}
+	strategy := a.Name
 	name := fmt.Sprintf("exp-%s-%d", strategy, seed)
 	key, err := gotask.LoadVerdictKey(filepath.Join(filepath.Dir(x.ws.Root()), "verdict.key"))
 	if err != nil {

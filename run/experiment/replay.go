@@ -108,12 +108,9 @@ func (x *Replay) Close() { x.backend.Close() }
 // Budget/Points episodes) is evaluated, greedy, on the held-out tasks. A
 // call the tables cannot answer (an episode not replayable) is an error:
 // its episode was not scored, and the run would not be a replay's.
-func (x *Replay) Run(ctx context.Context, strategy string, seed uint64) (Result, error) {
+func (x *Replay) Run(ctx context.Context, a Arm, seed uint64) (Result, error) {
 	o, start := x.o, time.Now()
-	a, err := ParseArm(strategy)
-	if err != nil {
-		return Result{}, &run.UsageError{Err: err}
-	}
+	strategy := a.Name
 	name := fmt.Sprintf("exp-replay-%s-%d", strategy, seed)
 	before := x.rp.Report("").Unanswered()
 	src, err := taskenv.TableSource(x.train, seed)

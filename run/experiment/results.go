@@ -78,46 +78,61 @@ type Key struct {
 // one was made with the same settings (a *run.UsageError when not), and
 // returns the results it already holds.
 func OpenDir(o Options, version string) ([]Result, error) {
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("experiment directory: %w", err)
+	results, err := checkDir(o, version)
+	if err != nil {
+		return nil, err
 	}
-	return checkDir(o, version, true)
+	return results, writeConfig(o, version)
+}
+
+// comparable is what must agree between the runs of one directory for
+// their results to be comparable: every setting but the strategies and
+// seeds run this time.
+func comparable(o Options) Options {
+	o.Strategies, o.Seeds, o.FirstSeed = nil, 0, 0
+	return o
 }
 
 // checkDir checks that o.Dir's config.json, where there is one, was made
-// with o's settings, and returns the results the directory holds. Where
-// there is none, it writes one if write is set.
-func checkDir(o Options, version string, write bool) ([]Result, error) {
-	cfgPath := filepath.Join(o.Dir, "config.json")
-	// What must agree for results to be comparable: everything but the
-	// strategies and seeds run this time.
-	same := o
-	same.Strategies, same.Seeds, same.FirstSeed = nil, 0, 0
-	rec := struct {
+// with o's settings, and returns the results the directory holds. It
+// makes and writes nothing.
+func checkDir(o Options, version string) ([]Result, error) {
+	data, err := os.ReadFile(filepath.Join(o.Dir, "config.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ReadResults(o.Dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var old struct {
+		Config Options `json:"config"`
+	}
+	if err := json.Unmarshal(data, &old); err != nil {
+		return nil, run.Usagef("--dir %s: config.json: %v", o.Dir, err)
+	}
+	a, _ := json.Marshal(old.Config)
+	b, _ := json.Marshal(comparable(o))
+	if string(a) != string(b) {
+		return nil, run.Usagef("--dir %s holds an experiment with other settings (%s); want %s", o.Dir, a, b)
+	}
+	return ReadResults(o.Dir)
+}
+
+// writeConfig creates o.Dir and its config.json where there is none yet
+// (checkDir has compared one that is there).
+func writeConfig(o Options, version string) error {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("experiment directory: %w", err)
+	}
+	path := filepath.Join(o.Dir, "config.json")
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return run.WriteJSONAtomic(path, struct {
 		Version string  `json:"frog_version"`
 		Command string  `json:"command"`
 		Config  Options `json:"config"`
-	}{version, "experiment curriculum", same}
-	if data, err := os.ReadFile(cfgPath); err == nil {
-		var old struct {
-			Config Options `json:"config"`
-		}
-		if err := json.Unmarshal(data, &old); err != nil {
-			return nil, run.Usagef("--dir %s: config.json: %v", o.Dir, err)
-		}
-		a, _ := json.Marshal(old.Config)
-		b, _ := json.Marshal(same)
-		if string(a) != string(b) {
-			return nil, run.Usagef("--dir %s holds an experiment with other settings (%s); want %s", o.Dir, a, b)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	} else if !write {
-		return ReadResults(o.Dir)
-	} else if err := run.WriteJSONAtomic(cfgPath, rec); err != nil {
-		return nil, err
-	}
-	return ReadResults(o.Dir)
+	}{version, "experiment curriculum", comparable(o)})
 }
 
 // ReadResults reads dir's results.jsonl; a line cut by a kill is skipped

@@ -14,7 +14,6 @@ import (
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/policy"
 	policysim "github.com/frognano/frog/policy/sim"
-	"github.com/frognano/frog/run"
 	"github.com/frognano/frog/run/taskenv"
 	"github.com/frognano/frog/synth"
 	synthsim "github.com/frognano/frog/synth/sim"
@@ -110,13 +109,10 @@ var _ env.Immediate = countingProvider{}
 
 // Run runs one strategy with one seed on the simulation until the budget
 // of test executions is spent, and measures its held-out curve.
-func (s *Sim) Run(ctx context.Context, strategy string, seed uint64) (Result, error) {
+func (s *Sim) Run(ctx context.Context, a Arm, seed uint64) (Result, error) {
 	o, h := s.o, s.heldout
 	start := time.Now()
-	a, err := ParseArm(strategy)
-	if err != nil {
-		return Result{}, &run.UsageError{Err: err}
-	}
+	strategy := a.Name
 	scfg := envsim.DefaultConfig()
 	scfg.Seed = seed
 	sp, err := envsim.New(scfg)

@@ -1,10 +1,16 @@
 # frog: `make help` lists the targets.
 GO      ?= go
 BIN     := bin/frog
-GOFLAGS ?=
+# grpcnotrace drops gRPC's golang.org/x/net/trace (remote runs' transport),
+# whose html/template would make the linker keep every exported method of
+# every type (cmd/frog's TestLinkerDropsUnusedMethods). Exported, so that
+# the go commands tests run build frog the same way.
+GOFLAGS ?= -tags=grpcnotrace
+export GOFLAGS
+PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test bench bench-synth gremlins run synth check image gpu-check gpu-check-build clean
+.PHONY: help deps build test proto proto-check bench bench-synth gremlins run synth check image gpu-check gpu-check-build clean
 
 GREMLINS_VERSION := v0.6.0
 TASKS            ?= runs/tasks.jsonl
@@ -52,11 +58,22 @@ image: build ## build the sandbox image frog-sandbox:<version> (no registry and 
 test: deps image ## run every test with the race detector (Docker tests use the real daemon)
 	$(GO) test $(GOFLAGS) -race -count=1 -timeout 30m ./...
 
-check: ## gofmt, go vet, and builds with cgo on and off
+check: proto-check ## gofmt, go vet, the wire schema's generated code, and builds with cgo on and off
 	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=1 $(GO) build ./...
+
+proto: ## regenerate actors/wire's Go code from its .proto files (Debian's protoc, the pinned protoc-gen-go)
+	@$(call need,protoc,protobuf-compiler,the wire schema of remote workers is compiled with it)
+	GOBIN=$(CURDIR)/.bin $(GO) install $(PROTOC_GEN_GO)
+	cd actors/wire && PATH=$(CURDIR)/.bin:$$PATH protoc --proto_path=. --go_out=. --go_opt=paths=source_relative join.proto frog.proto
+
+proto-check: ## fail when actors/wire's committed Go code is not what its .proto files generate
+	@$(call need,protoc,protobuf-compiler,the wire schema of remote workers is compiled with it)
+	@GOBIN=$(CURDIR)/.bin $(GO) install $(PROTOC_GEN_GO)
+	@tmp=$$(mktemp -d) && cp actors/wire/*.proto $$tmp && (cd $$tmp && PATH=$(CURDIR)/.bin:$$PATH protoc --proto_path=. --go_out=. --go_opt=paths=source_relative join.proto frog.proto) && \
+	for f in join.pb.go frog.pb.go; do cmp -s $$tmp/$$f actors/wire/$$f || { echo "actors/wire/$$f is not what its .proto generates: run make proto"; rm -rf $$tmp; exit 1; }; done; rm -rf $$tmp
 
 run: deps build ## the main job: train the neural repair policy from scratch by GRPO on tasks synthesized (once) from the pinned modules, evaluated on tasks/heldout.jsonl against the hand baselines and the hand prior; then the report
 	@mkdir -p runs

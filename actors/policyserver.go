@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/frognano/frog/actors/wire"
 	"github.com/frognano/frog/env"
 	"github.com/frognano/frog/policy"
 )
@@ -60,6 +61,10 @@ type policyServer struct {
 	// an episode that saw the error never finds it missing from the stats.
 	errors  atomic.Int64
 	dropped atomic.Int64
+	// codec, in a run open to workers, encodes the policy they pull; blob
+	// is the last encoding, kept until the version changes.
+	codec Codec
+	blob  *wire.PolicyBlob
 }
 
 func (s *policyServer) Receive(ctx actor.Context) {
@@ -94,6 +99,8 @@ func (s *policyServer) Receive(ctx actor.Context) {
 		case len(s.pending) > 0:
 			s.dispatch(ctx)
 		}
+	case *wire.PullPolicy:
+		s.answerPull(ctx)
 	case *PolicyUpdate:
 		if m.Version > s.version {
 			s.pol, s.version = m.Policy, m.Version

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 
@@ -66,6 +67,11 @@ type member struct {
 type running struct {
 	pid  *actor.PID
 	spec *episodeSpec
+	// w is the worker the episode runs on (nil: this process); attempts
+	// the sandboxes it used on workers lost before.
+	w        *workerRef
+	attempts int
+	claim    *atomic.Bool // a remote episode's (remoteEpisode.claim)
 }
 
 // scheduler admits episodes: at most concurrency at once, in GRPO groups of
@@ -114,6 +120,16 @@ type scheduler struct {
 	pumpLater   bool
 	// childrenGone is who waits for every episode actor to have stopped.
 	childrenGone []*actor.PID
+
+	// remote is set in a run open to workers (Deps.Remote): localSlots
+	// of the concurrency run here, localRunning do now; retry holds the
+	// admitted episodes of lost workers waiting for a slot. cancelling
+	// says the run is being cancelled (not only drained).
+	remote       *remoteState
+	localSlots   int
+	localRunning int
+	retry        []*running
+	cancelling   bool
 }
 
 // awaitChildren asks the scheduler to answer (with itself) once none of its
@@ -135,12 +151,20 @@ type SchedulerStats struct {
 	// was spent: the task source had no task left (Run returns
 	// ErrNoTasks).
 	TasksRanOut string `json:"tasks_ran_out,omitempty"`
+	// Remote is a run's workers and links, when it was open to them.
+	Remote *RemoteStats `json:"remote,omitempty"`
 }
 
 func (s *scheduler) Receive(ctx actor.Context) {
+	if s.remote != nil && s.remoteReceive(ctx, ctx.Message()) {
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.self = ctx.Self()
+		if s.remote != nil {
+			s.tickLater()
+		}
 		s.pump(ctx)
 	case *Tasks:
 		s.outstanding = false
@@ -186,8 +210,12 @@ func (s *scheduler) Receive(ctx actor.Context) {
 			s.childrenGone = nil
 		}
 	case *GetStats:
-		ctx.Respond(&SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned,
-			GroupsPerUpdate: s.cfg.groupsPerUpdate, TasksRanOut: s.ranOut})
+		st := &SchedulerStats{PeakConcurrency: s.peakRunning, Restarts: s.restarts, StalenessWaits: s.gateWaits, Groups: s.groupsPlanned,
+			GroupsPerUpdate: s.cfg.groupsPerUpdate, TasksRanOut: s.ranOut}
+		if s.remote != nil {
+			st.Remote = s.remote.stats()
+		}
+		ctx.Respond(st)
 	}
 }
 
@@ -204,7 +232,12 @@ func (s *scheduler) runOut(reason string) {
 // reports its outcome.
 func (s *scheduler) stop(ctx actor.Context) {
 	s.draining = true
+	s.cancelling = true
 	s.queue, s.qhead = nil, 0
+	for _, r := range s.retry {
+		s.endUnplaced(r.spec, Cancelled, r.attempts, fmt.Errorf("episode %d: cancelled while waiting to be re-admitted: %w", r.spec.id, context.Canceled))
+	}
+	s.retry = nil
 	for _, r := range s.byID {
 		ctx.Send(r.pid, &Cancel{})
 	}
@@ -244,7 +277,12 @@ func (s *scheduler) budgetLeft() bool {
 
 // pump admits what it may and asks for tasks when it needs them.
 func (s *scheduler) pump(ctx actor.Context) {
-	for !s.draining && len(s.byID) < s.cfg.concurrency && s.qhead < len(s.queue) {
+	for len(s.retry) > 0 && s.freeSlots() > 0 {
+		r := s.retry[0]
+		s.retry = s.retry[1:]
+		s.place(ctx, r.spec, r.attempts)
+	}
+	for !s.draining && s.freeSlots() > 0 && s.qhead < len(s.queue) {
 		m := s.queue[s.qhead]
 		s.queue[s.qhead] = member{}
 		s.qhead++
@@ -253,7 +291,7 @@ func (s *scheduler) pump(ctx actor.Context) {
 	if s.qhead == len(s.queue) {
 		s.queue, s.qhead = s.queue[:0], 0
 	}
-	if free := s.cfg.concurrency - len(s.byID) - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding && !s.starved {
+	if free := s.freeSlots() - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding && !s.starved {
 		if head := s.gateHeadroom(); head <= 0 {
 			s.gateWaits++
 		} else {
@@ -268,7 +306,7 @@ func (s *scheduler) pump(ctx actor.Context) {
 	// A request on its way is not waited for once admission has ended: its
 	// answer would be planned for nothing, and a source that never answers
 	// must not hold the run open.
-	if len(s.byID) == 0 && s.qhead == len(s.queue) && (!s.outstanding || s.draining) && !s.budgetLeft() && !s.finished && !s.pumpLater {
+	if len(s.byID) == 0 && len(s.retry) == 0 && s.qhead == len(s.queue) && (!s.outstanding || s.draining) && !s.budgetLeft() && !s.finished && !s.pumpLater {
 		s.finished = true
 		close(s.done)
 	}
@@ -287,18 +325,55 @@ func groupsLeft(n int64, g int) int64 {
 func (s *scheduler) spawn(ctx actor.Context, m member) {
 	spec := &episodeSpec{id: s.nextEp, group: m.group, groupSize: m.groupSize, task: m.task}
 	s.nextEp++
-	pid := ctx.Spawn(newEpisodeProps(spec, s.deps))
-	s.byID[spec.id] = &running{pid: pid, spec: spec}
 	s.c.Admitted.Add(1)
+	s.place(ctx, spec, 0)
+}
+
+// place starts an admitted episode: on this process, or in a remote run on
+// the worker with the most free slots. attempts is the sandboxes it used
+// on workers lost before.
+func (s *scheduler) place(ctx actor.Context, spec *episodeSpec, attempts int) {
+	r := &running{spec: spec, attempts: attempts}
+	if s.remote != nil {
+		r.w = s.remote.pick(s.localSlots - s.localRunning)
+	}
+	if r.w == nil {
+		r.pid = ctx.Spawn(newEpisodePropsAfter(spec, s.deps, attempts))
+		s.localRunning++
+		if s.remote != nil {
+			s.remote.local++
+		}
+	} else {
+		r.claim = new(atomic.Bool)
+		pid, err := s.placeRemote(ctx, spec, r.w, attempts, r.claim)
+		if err != nil {
+			s.log.Error().Err(err).Msg("episode not sent to its worker; recorded as an infrastructure failure")
+			s.endUnplaced(spec, FailedInfra, attempts, env.Infra(err))
+			return
+		}
+		r.pid = pid
+	}
+	s.byID[spec.id] = r
 	s.c.Running.Store(int64(len(s.byID)))
 	s.peakRunning = max(s.peakRunning, len(s.byID))
 }
 
+// release frees the slot an episode held.
+func (s *scheduler) release(r *running) {
+	if r.w != nil {
+		r.w.running--
+	} else {
+		s.localRunning--
+	}
+}
+
 func (s *scheduler) record(ctx actor.Context, o *Outcome) {
-	if _, ok := s.byID[o.Episode]; !ok {
+	r, ok := s.byID[o.Episode]
+	if !ok {
 		s.log.Error().Uint64("episode", o.Episode).Msg("outcome of an episode that is not running")
 		return
 	}
+	s.release(r)
 	delete(s.byID, o.Episode)
 	s.count(o.Kind, o.Reward, o.Attempts)
 	if o.Suspected {
@@ -354,6 +429,7 @@ func (s *scheduler) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, ch
 			continue
 		}
 		s.log.Error().Uint64("episode", id).Interface("reason", reason).Msg("episode actor crashed; recorded as an infrastructure failure")
+		s.release(r)
 		delete(s.byID, id)
 		s.count(FailedInfra, 0, 0)
 		s.deps.root.Send(s.deps.learner, &EpisodeResult{

@@ -248,6 +248,9 @@ type Deps struct {
 	// learner and tried again (Config.CheckpointTries); when none of those
 	// tries is stored the run ends with ErrCheckpoint.
 	Checkpoints CheckpointSink
+	// Remote, when set, opens the run to rollout workers on other
+	// processes or machines (`frog worker --join`).
+	Remote *Remote
 	// TaskPool, when set, are fresh tasks the curriculum actor serves
 	// before it asks the synthesizer for more: a resumed run's, from its
 	// checkpoint (Checkpoint.Pool), with Curriculum restored from the same
@@ -404,17 +407,30 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		return slog.New(slogHandler{log: log.With().Str("component", "protoactor").Logger()})
 	}))
 	defer system.Shutdown()
+	rem, rstate, err := openRemote(system, cfg, deps)
+	if err != nil {
+		return Summary{}, err
+	}
+	if rem != nil {
+		// Not graceful: protoactor-go's graceful shutdown writes flags its
+		// readers race on, and waits for peers' streams; the run's own
+		// farewell has told the workers.
+		defer rem.Shutdown(false)
+	}
 
 	root := system.Root
 	var runners sync.WaitGroup
 	pids := spawnServices(ctx, cfg, deps, root, &runners, log)
 	done := make(chan struct{})
 	start := time.Now()
-	pids.scheduler = spawnScheduler(cfg, deps, root, &runners, log, pids, counters, done)
+	pids.scheduler = spawnScheduler(cfg, deps, root, &runners, log, pids, counters, done, rstate)
 	log.Info().Int64("episodes", cfg.Episodes).Int("concurrency", cfg.Concurrency).
 		Int("group_size", cfg.GroupSize).Int("groups_per_update", cfg.GroupsPerUpdate).Msg("run started")
 
 	awaitEnd(ctx, cfg, deps.Drain, root, pids.scheduler, done, log)
+	if rstate != nil {
+		sayFarewell(root, pids.scheduler)
+	}
 	elapsed := time.Since(start) + time.Duration(cfg.Start.Seconds*float64(time.Second))
 
 	sum, errs := stopActors(root, pids, log)
@@ -456,8 +472,12 @@ func spawnServices(ctx context.Context, cfg Config, deps Deps, root *actor.RootC
 		saveTo = cur
 	}
 	server, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &policyServer{pol: deps.Learner.Policy(), maxBatch: cfg.MaxBatch, maxWait: cfg.MaxWait,
+		s := &policyServer{pol: deps.Learner.Policy(), maxBatch: cfg.MaxBatch, maxWait: cfg.MaxWait,
 			maxInflight: cfg.InferenceWorkers, root: root, runners: runners}
+		if deps.Remote != nil {
+			s.codec = deps.Remote.Codec
+		}
+		return s
 	}), "policy-server")
 	learnerPID, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		l := &learner{l: deps.Learner, server: server, b: newRefillBatcher(cfg.GroupsPerUpdate, cfg.MaxStaleness, cfg.RefillZeroVariance, cfg.TryCost),
@@ -474,7 +494,7 @@ func spawnServices(ctx context.Context, cfg Config, deps Deps, root *actor.RootC
 // (going on from cfg.Start), counts them in counters and closes done when
 // the run is over.
 func spawnScheduler(cfg Config, deps Deps, root *actor.RootContext, runners *sync.WaitGroup, log zerolog.Logger,
-	pids runActors, counters *Counters, done chan struct{}) *actor.PID {
+	pids runActors, counters *Counters, done chan struct{}, rstate *remoteState) *actor.PID {
 	edeps := &episodeDeps{
 		run: cfg.Run, provider: deps.Provider, server: pids.server, learner: pids.learner,
 		maxAttempts: cfg.MaxAttempts, runOpts: env.RunOptions{MaxSteps: cfg.MaxSteps, MaxTries: cfg.MaxTries, Harness: deps.Harness},
@@ -483,8 +503,12 @@ func spawnScheduler(cfg Config, deps Deps, root *actor.RootContext, runners *syn
 	if im, ok := deps.Provider.(env.Immediate); ok && im.Immediate() {
 		edeps.inline = true
 	}
+	localSlots := cfg.Concurrency
+	if rstate != nil {
+		localSlots = rstate.cfg.LocalSlots
+	}
 	pid, _ := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &scheduler{
+		return &scheduler{remote: rstate, localSlots: localSlots,
 			cfg: schedulerConfig{episodes: cfg.Episodes, concurrency: cfg.Concurrency, groupSize: cfg.GroupSize,
 				groupsPerUpdate: cfg.GroupsPerUpdate, maxStaleness: cfg.MaxStaleness},
 			deps: edeps, curriculum: pids.curriculum, c: counters, log: log, done: done,

@@ -212,7 +212,7 @@ frog at once).`,
 		}
 		return g.startProfiles()
 	}
-	root.AddCommand(newSimCmd(g), newTrainCmd(g), newEvalCmd(g), newRolloutCmd(g), newReportCmd(g), newExperimentCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g), newTabulateCmd(g))
+	root.AddCommand(newSimCmd(g), newTrainCmd(g), newEvalCmd(g), newRolloutCmd(g), newReportCmd(g), newExperimentCmd(g), newBenchCmd(g), newSynthCmd(g), newImageCmd(g), newGCCmd(g), newDeviceCmd(g), newVersionCmd(g), newTabulateCmd(g), newWorkerCmd(g))
 	for _, c := range root.Commands() {
 		c.Flags().SetNormalizeFunc(normalize)
 	}

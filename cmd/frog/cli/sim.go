@@ -48,6 +48,8 @@ type simOptions struct {
 	// ReplayEnv is --env replay's: the table played instead of the
 	// simulation (absent from a simulated run's config).
 	ReplayEnv simReplay `json:"replay,omitzero"`
+	// Remote opens the run to rollout workers (--listen).
+	Remote remoteOptions `json:"remote,omitzero"`
 
 	JSON   bool   `json:"-"`
 	RunDir string `json:"-"`
@@ -125,6 +127,7 @@ logs name it a replay (docs/replay.md).`,
 	f.Float64Var(&o.LearningRate, "learning-rate", 0.001, "skill gained per unit of learning signal (summed group reward variance)")
 	o.TaskOpts.flags(f)
 	o.ReplayEnv.flags(f)
+	o.Remote.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object (no progress bar)")
 	f.StringVar(&o.Name, "name", "", "run name (default sim-<UTC time>)")
 	f.StringVar(&o.RunDir, "run-dir", "", "run directory (default runs/<name>)")
@@ -223,7 +226,13 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	}
 	o.Run = o.Run.WithDefaults()
 	if o.ReplayEnv.Env == envReplay {
+		if o.Remote.Listen != "" {
+			return usagef("--listen works with simulated sandboxes only so far: not with --env replay")
+		}
 		return runSimReplay(ctx, g, o, log)
+	}
+	if o.Remote.Listen != "" && (o.Sandbox.Kind != "sim" || o.real()) {
+		return usagef("--listen works with simulated sandboxes only so far (--sandbox sim); real tasks on workers are not built yet")
 	}
 	if o.Name == "" {
 		o.Name = "sim-" + time.Now().UTC().Format("20060102-150405")
@@ -272,6 +281,9 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 		deps.Source = taskenv.OracleSource(tenv.Quarantine.Source(src), oracle, tenv.OracleFix)
 		deps.Harness = tenv.Harness
 	}
+	if deps.Remote, err = o.simRemote(oracle, log); err != nil {
+		return err
+	}
 
 	dir, err := o.openSimDir(log)
 	if err != nil {
@@ -295,6 +307,15 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 	// summary lets two runs of one seed compare equal.
 	rep.Config.Name, rep.Config.Run.Run = "", ""
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
+}
+
+// simRemote is the run's actors.Remote under --listen: its workers play
+// the simulated sandboxes with this run's latencies and faults.
+func (o *simOptions) simRemote(oracle *policysim.Oracle, log zerolog.Logger) (*actors.Remote, error) {
+	return o.Remote.remote(o.Run.Concurrency, "sim", simWorkerEnv{Seed: o.Seed, TimeScale: o.TimeScale, FaultRate: o.FaultRate},
+		policysim.Codec{Oracle: oracle}, func(addr string) {
+			log.Info().Str("address", addr).Msg("listening for rollout workers: frog worker --join " + addr)
+		})
 }
 
 func (r simReport) configRecord() any {
@@ -338,6 +359,7 @@ func (r simReport) print(w io.Writer, asJSON bool) error {
 	if r.Sim != nil {
 		fmt.Fprintf(tw, "sim\tskill %.3f → %.3f\t\t\t\n", r.Sim.InitialSkill, r.Sim.FinalSkill)
 	}
+	printRemote(tw, r.Scheduler.Remote)
 	if r.Replay != nil {
 		fmt.Fprintf(tw, "backend\t%s\tupdate time %.1f s of %.1f s\t%d calls answered\tnot replayable %d\n",
 			r.Backend, r.Learner.UpdateSeconds, r.ElapsedSeconds, r.Replay.Answered, r.Replay.Unanswered())

@@ -1,0 +1,90 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/frognano/frog/actors/wire"
+	"github.com/frognano/frog/env"
+)
+
+// Runs across processes are tested in cmd/frog/cli (remote_test.go), one
+// remote per process: protoactor-go's remote sets gRPC's global logger at
+// every start, a data race when two start in one process.
+
+// A worker's result crosses as its wire form and comes back the same: the
+// kind, the attempts, the trajectory (its steps: the observation history)
+// and the error's kind, which errors.Is still sees on the trainer.
+func TestEpisodeResultCrossesTheWire(t *testing.T) {
+	task := &env.Task{ID: "t1"}
+	spec := &episodeSpec{id: 7, group: 3, groupSize: 8, task: task}
+	traj := &env.Trajectory{Task: "t1", Episode: 7, Attempt: 1, Reward: 1, Submitted: true, Tries: 2,
+		Steps: []env.Step{{Action: env.Action{Tool: env.ToolView, Path: "a.go"}, Result: env.StepResult{Output: "1 package a"}}}}
+	for _, tc := range []struct {
+		name string
+		in   EpisodeResult
+		is   error
+	}{
+		{"completed", EpisodeResult{Kind: Completed, Trajectory: traj, Attempts: 2}, nil},
+		{"infra", EpisodeResult{Kind: FailedInfra, Attempts: 3, Err: env.Infra(errors.New("sandbox crashed"))}, env.ErrInfra},
+		{"cancelled", EpisodeResult{Kind: Cancelled, Attempts: 1, Err: fmt.Errorf("stop: %w", context.Canceled)}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Episode = 7
+			d, err := episodeDone(&in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := episodeResult(spec, d)
+			if out.Kind != in.Kind || out.Attempts != in.Attempts || out.Task != task || out.Group != 3 || out.GroupSize != 8 {
+				t.Errorf("got %+v from %+v", out, in)
+			}
+			if (in.Err == nil) != (out.Err == nil) || in.Err != nil && (out.Err.Error() != in.Err.Error() || !errors.Is(out.Err, tc.is)) {
+				t.Errorf("error %v, want %v (is %v)", out.Err, in.Err, tc.is)
+			}
+			if in.Trajectory != nil {
+				if out.Trajectory == nil || out.Trajectory.Reward != 1 || len(out.Trajectory.Steps) != 1 ||
+					out.Trajectory.Steps[0].Result.Output != "1 package a" || out.Trajectory.Tries != 2 {
+					t.Errorf("trajectory %+v, want %+v", out.Trajectory, in.Trajectory)
+				}
+			}
+		})
+	}
+}
+
+// A worker's result that cannot be read is an infrastructure failure of
+// the episode, not a crash of the trainer.
+func TestUnreadableResultIsAnInfraFailure(t *testing.T) {
+	spec := &episodeSpec{id: 1, task: &env.Task{ID: "t"}}
+	for _, d := range []*wire.EpisodeDone{
+		{Episode: 1, Outcome: wire.Outcome_OUTCOME_COMPLETED, Trajectory: []byte("{not json")},
+		{Episode: 1, Outcome: wire.Outcome(42)},
+	} {
+		if r := episodeResult(spec, d); r.Kind != FailedInfra || !errors.Is(r.Err, env.ErrInfra) {
+			t.Errorf("%v: got %v %v, want an infrastructure failure", d, r.Kind, r.Err)
+		}
+	}
+}
+
+// Episodes go to the pool with the most free slots; this process's wins
+// ties, and a full worker gets none.
+func TestPickMostFree(t *testing.T) {
+	a := &workerRef{name: "a", slots: 10, running: 4}
+	b := &workerRef{name: "b", slots: 10, running: 9}
+	r := &remoteState{workers: map[string]*workerRef{"a": a, "b": b}}
+	for _, tc := range []struct {
+		local int
+		want  *workerRef
+	}{{0, a}, {5, a}, {6, nil}, {9, nil}} {
+		if got := r.pick(tc.local); got != tc.want {
+			t.Errorf("local free %d: picked %v, want %v", tc.local, got, tc.want)
+		}
+	}
+	a.running = 10
+	if got := r.pick(0); got != b {
+		t.Errorf("picked %v, want b (a is full)", got)
+	}
+}

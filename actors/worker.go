@@ -1,0 +1,493 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/frognano/frog/actors/wire"
+	"github.com/frognano/frog/env"
+)
+
+// WorkerConfig shapes a rollout worker (`frog worker --join`).
+type WorkerConfig struct {
+	// Join is the trainer's address (its Remote.Listen or Advertise).
+	Join string
+	// Listen is this worker's host:port (port 0 picks a free one), and
+	// Advertise the address the trainer reaches it at, when it is not
+	// Listen's.
+	Listen    string
+	Advertise string
+	// Name names the worker in the trainer's logs and summary.
+	Name string
+	// Slots is the most episodes the worker runs at once.
+	Slots int
+	// Build is this binary's version; the trainer refuses another.
+	Build string
+	// Sandbox names the worker's kind of sandbox, for the trainer's logs.
+	Sandbox string
+	// JoinTimeout is how long the worker keeps asking to join before it
+	// gives up (0: one minute).
+	JoinTimeout time.Duration
+}
+
+// WorkerDeps are what a worker plays with.
+type WorkerDeps struct {
+	// Codec must be the trainer's.
+	Codec Codec
+	// Open makes the environment the trainer's run names (RunSpec.env and
+	// env_config): the sandboxes and, for real tasks, the harness. It is
+	// called once, at the first accepted join.
+	Open func(envName string, config []byte) (env.Provider, env.Harness, error)
+	Log  zerolog.Logger
+}
+
+// WorkerSummary is what a worker did.
+type WorkerSummary struct {
+	Address string `json:"address"`
+	// Joins counts accepted joins (a worker dropped after a silence joins
+	// again).
+	Joins       int   `json:"joins"`
+	Episodes    int64 `json:"episodes"`
+	Completed   int64 `json:"completed"`
+	FailedInfra int64 `json:"failed_infra"`
+	Cancelled   int64 `json:"cancelled"`
+	// PolicyPulls counts the policy versions pulled; Version is the last.
+	PolicyPulls int    `json:"policy_pulls"`
+	Version     int64  `json:"version"`
+	Ended       string `json:"ended"`
+}
+
+// ErrRefused is returned by Work when the trainer refused the worker; the
+// error says why.
+var ErrRefused = errors.New("the trainer refused this worker")
+
+// ErrNoTrainer is returned by Work when no trainer answered the join.
+var ErrNoTrainer = errors.New("no trainer answered")
+
+// ErrTrainerLost is returned by Work when the trainer died or fell silent
+// during the run: the worker cancelled its episodes and closed their
+// sandboxes.
+var ErrTrainerLost = errors.New("the trainer was lost")
+
+// Work joins the trainer at cfg.Join and runs the episodes it is sent
+// until the trainer's run is over (nil), the trainer is lost
+// (ErrTrainerLost), it is refused (ErrRefused), no trainer answers
+// (ErrNoTrainer) or ctx is cancelled (nil: the worker tells the trainer it
+// leaves, and the trainer re-admits its episodes elsewhere). On every path
+// its episodes end and close their sandboxes before Work returns.
+func Work(ctx context.Context, cfg WorkerConfig, deps WorkerDeps) (WorkerSummary, error) {
+	if err := cfg.validate(deps); err != nil {
+		return WorkerSummary{}, err
+	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = time.Minute
+	}
+	log := deps.Log.With().Str("component", "worker").Logger()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slogHandler{log: log.With().Str("component", "protoactor").Logger()})
+	}))
+	rem, addr, err := startRemote(system, cfg.Listen, cfg.Advertise)
+	if err != nil {
+		return WorkerSummary{}, err
+	}
+	var runners sync.WaitGroup
+	done := make(chan workerEnd, 1)
+	w := &worker{cfg: cfg, deps: deps, log: log, root: system.Root, runners: &runners, done: done,
+		trainer: actor.NewPID(cfg.Join, "scheduler"), policySrc: actor.NewPID(cfg.Join, "policy-server"),
+		eps: make(map[uint64]*workerEpisode), sum: WorkerSummary{Address: addr}}
+	pid, _ := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return w }), "worker")
+	log.Info().Str("address", addr).Str("join", cfg.Join).Int("slots", cfg.Slots).Msg("worker started")
+	var end workerEnd
+	select {
+	case end = <-done:
+	case <-ctx.Done():
+		system.Root.Send(pid, &stopWorker{})
+		end = <-done
+	}
+	_ = system.Root.StopFuture(pid).Wait()
+	runners.Wait()
+	// Not graceful: protoactor-go's graceful shutdown writes flags its
+	// readers race on; the trainer has been told (Leave) or is gone.
+	rem.Shutdown(false)
+	system.Shutdown()
+	log.Info().Str("ended", end.sum.Ended).Int64("episodes", end.sum.Episodes).Msg("worker finished")
+	return end.sum, end.err
+}
+
+func (c WorkerConfig) validate(deps WorkerDeps) error {
+	switch {
+	case c.Join == "":
+		return errors.New("actors: a worker needs the trainer's address")
+	case c.Slots < 1 || c.Slots > MaxConcurrency:
+		return &ConfigError{Field: "WorkerConfig.Slots", Value: c.Slots, Want: fmt.Sprintf("1 to %d", MaxConcurrency)}
+	case deps.Codec == nil || deps.Open == nil:
+		return errors.New("actors: a worker needs a codec and an environment")
+	}
+	if _, _, err := splitHostPort(c.Join); err != nil {
+		return err
+	}
+	return nil
+}
+
+// workerEnd is how a worker's actor ended.
+type workerEnd struct {
+	sum WorkerSummary
+	err error
+}
+
+// stopWorker tells the worker that its process is stopping.
+type stopWorker struct{}
+
+// workerTick tells the worker to send a heartbeat, try a join again, or
+// notice a silent trainer.
+type workerTick struct{}
+
+type workerEpisode struct {
+	pid   *actor.PID
+	proxy *actor.PID
+}
+
+// pendingRun is a RunEpisode that arrived before the worker had a policy.
+type pendingRun struct {
+	run   *wire.RunEpisode
+	proxy *actor.PID
+}
+
+// worker is the actor of a rollout worker: it joins the trainer, hosts the
+// episodes it is sent (their supervisor, as the scheduler is on the
+// trainer) with a local replica of the policy, and sends each result back
+// to the episode's proxy on the trainer.
+type worker struct {
+	cfg       WorkerConfig
+	deps      WorkerDeps
+	log       zerolog.Logger
+	root      *actor.RootContext
+	runners   *sync.WaitGroup
+	done      chan workerEnd
+	trainer   *actor.PID // the trainer's scheduler
+	policySrc *actor.PID // the trainer's policy server
+
+	spec      *wire.RunSpec
+	edeps     *episodeDeps
+	server    *actor.PID // the local policy server
+	version   int64
+	pulled    int64 // the newest version asked for
+	havePol   bool
+	waiting   []pendingRun
+	eps       map[uint64]*workerEpisode
+	joined    bool
+	joinStart time.Time
+	lastHeard time.Time
+	lastTick  time.Time
+	// ending, once set, says why the worker is ending; rejoin that it
+	// joins again once its episodes have ended instead.
+	ending   string
+	endErr   error
+	rejoin   bool
+	finished bool
+	sum      WorkerSummary
+}
+
+func (w *worker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.joinStart = time.Now()
+		w.askJoin(ctx)
+		w.tickLater(ctx, time.Second)
+	case *wire.JoinAnswer:
+		w.joinAnswer(ctx, m)
+	case *wire.PolicyBlob:
+		w.policy(ctx, m)
+	case *wire.RunEpisode:
+		w.runEpisode(ctx, m, ctx.Sender())
+	case *wire.CancelEpisode:
+		if e := w.eps[m.Episode]; e != nil {
+			ctx.Send(e.pid, &Cancel{})
+		}
+	case *EpisodeResult:
+		w.episodeEnded(ctx, m)
+	case *wire.Heartbeat:
+		w.lastHeard = time.Now()
+	case *wire.Leave:
+		if ctx.Sender() != nil {
+			ctx.Respond(&wire.Heartbeat{UnixNano: time.Now().UnixNano()})
+		}
+		w.end(ctx, "the trainer said: "+m.Reason, nil, m.Rejoin)
+	case *workerTick:
+		w.tick(ctx)
+	case *stopWorker:
+		ctx.Request(w.trainer, &wire.Leave{Reason: "the worker is stopping"})
+		w.end(ctx, "stopped", nil, false)
+	case *actor.Terminated:
+		if m.Who.Equal(w.trainer) {
+			w.end(ctx, "the trainer's connection ended ("+m.Why.String()+")", ErrTrainerLost, false)
+		}
+	}
+}
+
+func (w *worker) askJoin(ctx actor.Context) {
+	ctx.Request(w.trainer, &wire.Join{Schema: wire.Schema, Build: w.cfg.Build, Name: w.cfg.Name, Slots: int32(w.cfg.Slots), Sandbox: w.cfg.Sandbox})
+}
+
+func (w *worker) tickLater(ctx actor.Context, d time.Duration) {
+	root, self := w.root, ctx.Self()
+	time.AfterFunc(d, func() { root.Send(self, &workerTick{}) })
+}
+
+// tick asks to join again until answered, or sends the trainer a heartbeat
+// and ends the worker when the trainer has been silent too long.
+func (w *worker) tick(ctx actor.Context) {
+	if w.finished {
+		return
+	}
+	defer func() { w.lastTick = time.Now() }()
+	every := time.Second
+	switch {
+	case w.ending != "":
+	case !w.joined:
+		if time.Since(w.joinStart) > w.cfg.JoinTimeout {
+			w.end(ctx, "no trainer answered", fmt.Errorf("%w at %s within %s", ErrNoTrainer, w.cfg.Join, w.cfg.JoinTimeout), false)
+			return
+		}
+		w.askJoin(ctx)
+	default:
+		every = time.Duration(w.spec.HeartbeatMs) * time.Millisecond
+		deadAfter := time.Duration(w.spec.DeadAfterMs) * time.Millisecond
+		if now := time.Now(); now.Sub(w.lastTick) > deadAfter {
+			// This worker was itself stopped (SIGSTOP) or starved: the
+			// trainer's silence is not the trainer's. It gets a fresh
+			// period to be heard from.
+			w.lastHeard = now
+		}
+		if silent := time.Since(w.lastHeard); silent > deadAfter {
+			w.end(ctx, fmt.Sprintf("the trainer has been silent for %s", silent.Round(time.Millisecond)), ErrTrainerLost, false)
+			return
+		}
+		// As requests: the trainer knows a worker by the sender.
+		ctx.Request(w.trainer, &wire.Heartbeat{UnixNano: time.Now().UnixNano(), Running: int32(len(w.eps))})
+	}
+	w.tickLater(ctx, every)
+}
+
+// joinAnswer opens the run's environment at the first accepted join, pulls
+// the policy, and watches the trainer.
+func (w *worker) joinAnswer(ctx actor.Context, m *wire.JoinAnswer) {
+	if w.joined || w.ending != "" {
+		return
+	}
+	if !m.Accepted {
+		w.end(ctx, "refused", fmt.Errorf("%w: %s", ErrRefused, m.Reason), false)
+		return
+	}
+	if m.Run == nil || m.Run.MaxAttempts < 1 || m.Run.MaxSteps < 1 || m.Run.HeartbeatMs < 1 || m.Run.DeadAfterMs < 1 {
+		w.end(ctx, "refused", fmt.Errorf("%w: the trainer's run spec is incomplete", ErrRefused), false)
+		return
+	}
+	if w.edeps == nil {
+		prov, harness, err := w.deps.Open(m.Run.Env, m.Run.EnvConfig)
+		if err != nil {
+			ctx.Request(w.trainer, &wire.Leave{Reason: "the worker cannot open environment " + m.Run.Env + ": " + err.Error()})
+			w.end(ctx, "environment", fmt.Errorf("open environment %q: %w", m.Run.Env, err), false)
+			return
+		}
+		w.spec = m.Run
+		w.edeps = &episodeDeps{run: m.Run.Run, provider: prov, learner: ctx.Self(), maxAttempts: int(m.Run.MaxAttempts),
+			runOpts:      env.RunOptions{MaxSteps: int(m.Run.MaxSteps), MaxTries: int(m.Run.MaxTries), Harness: harness},
+			closeTimeout: time.Duration(m.Run.CloseTimeoutMs) * time.Millisecond, root: w.root, runners: w.runners, log: w.log}
+		if im, ok := prov.(env.Immediate); ok && im.Immediate() {
+			w.edeps.inline = true
+		}
+	}
+	w.joined = true
+	w.sum.Joins++
+	w.lastHeard = time.Now()
+	ctx.Watch(w.trainer)
+	w.pull(ctx, -1)
+	w.log.Info().Str("run", m.Run.Run).Str("env", m.Run.Env).Msg("joined the trainer")
+}
+
+// pull asks the trainer's policy server for its policy, once per version.
+func (w *worker) pull(ctx actor.Context, version int64) {
+	if w.havePol && version <= w.pulled {
+		return
+	}
+	w.pulled = max(w.pulled, version)
+	ctx.Request(w.policySrc, &wire.PullPolicy{Version: version})
+}
+
+// policy installs a pulled policy; the first one starts the local policy
+// server and the episodes that waited for it.
+func (w *worker) policy(ctx actor.Context, m *wire.PolicyBlob) {
+	if w.havePol && m.Version <= w.version {
+		return
+	}
+	pol, err := w.deps.Codec.DecodePolicy(m.Kind, m.Weights)
+	if err != nil {
+		ctx.Request(w.trainer, &wire.Leave{Reason: "the worker cannot decode the policy: " + err.Error()})
+		w.end(ctx, "policy", fmt.Errorf("decode policy version %d: %w", m.Version, err), false)
+		return
+	}
+	w.sum.PolicyPulls++
+	w.version, w.sum.Version = m.Version, m.Version
+	if w.server == nil {
+		spec := w.spec
+		w.server = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			return &policyServer{pol: pol, version: m.Version, maxBatch: max(int(spec.MaxBatch), 1),
+				maxInflight: max(int(spec.InferenceWorkers), 1), root: w.root, runners: w.runners}
+		}))
+		w.edeps.server = w.server
+	} else {
+		ctx.Send(w.server, &PolicyUpdate{Version: m.Version, Policy: pol})
+	}
+	w.havePol = true
+	waiting := w.waiting
+	w.waiting = nil
+	for _, p := range waiting {
+		w.runEpisode(ctx, p.run, p.proxy)
+	}
+}
+
+// runEpisode starts an episode the trainer sent, as a child whose result
+// comes back to the worker (its learner, here) as an *EpisodeResult.
+func (w *worker) runEpisode(ctx actor.Context, m *wire.RunEpisode, proxy *actor.PID) {
+	if proxy == nil {
+		return
+	}
+	if w.ending != "" || !w.joined {
+		w.answer(ctx, proxy, &EpisodeResult{Episode: m.Episode, Kind: Cancelled, Attempts: int(m.Attempts),
+			Err: fmt.Errorf("the worker is ending (%s): %w", w.ending, context.Canceled)})
+		return
+	}
+	if !w.havePol {
+		w.waiting = append(w.waiting, pendingRun{run: m, proxy: proxy})
+		return
+	}
+	if m.PolicyVersion > w.version {
+		w.pull(ctx, m.PolicyVersion)
+	}
+	task, err := w.deps.Codec.DecodeTask(m.Task, m.Oracle)
+	if err != nil {
+		w.answer(ctx, proxy, &EpisodeResult{Episode: m.Episode, Kind: FailedInfra, Attempts: int(m.Attempts),
+			Err: env.Infra(fmt.Errorf("episode %d: decode task: %w", m.Episode, err))})
+		return
+	}
+	spec := &episodeSpec{id: m.Episode, group: m.Group, groupSize: int(m.GroupSize), task: task}
+	pid := ctx.Spawn(newEpisodePropsAfter(spec, w.edeps, int(m.Attempts)))
+	w.eps[m.Episode] = &workerEpisode{pid: pid, proxy: proxy}
+	w.sum.Episodes++
+}
+
+func (w *worker) episodeEnded(ctx actor.Context, r *EpisodeResult) {
+	e := w.eps[r.Episode]
+	if e == nil {
+		return
+	}
+	delete(w.eps, r.Episode)
+	w.answer(ctx, e.proxy, r)
+	if w.ending != "" && len(w.eps) == 0 {
+		w.ended(ctx)
+	}
+}
+
+// answer sends an episode's result to its proxy on the trainer.
+func (w *worker) answer(ctx actor.Context, proxy *actor.PID, r *EpisodeResult) {
+	switch r.Kind {
+	case Completed:
+		w.sum.Completed++
+	case FailedInfra:
+		w.sum.FailedInfra++
+	case Cancelled:
+		w.sum.Cancelled++
+	}
+	d, err := episodeDone(r)
+	if err != nil {
+		w.log.Error().Err(err).Msg("result not sent; the trainer will count the episode as lost")
+		return
+	}
+	ctx.Send(proxy, d)
+}
+
+// end cancels every episode; once they have ended, the worker joins again
+// (rejoin) or Work returns err.
+func (w *worker) end(ctx actor.Context, reason string, err error, rejoin bool) {
+	if w.ending != "" {
+		return
+	}
+	w.ending, w.endErr, w.rejoin = reason, err, rejoin
+	w.log.Info().Str("reason", reason).Int("running", len(w.eps)).Bool("rejoin", rejoin).Msg("worker ending its episodes")
+	for _, e := range w.eps {
+		ctx.Send(e.pid, &Cancel{})
+	}
+	for _, p := range w.waiting {
+		w.answer(ctx, p.proxy, &EpisodeResult{Episode: p.run.Episode, Kind: Cancelled, Attempts: int(p.run.Attempts),
+			Err: fmt.Errorf("the worker is ending (%s): %w", reason, context.Canceled)})
+	}
+	w.waiting = nil
+	if len(w.eps) == 0 {
+		w.ended(ctx)
+	}
+}
+
+// ended is called once no episode runs after end: the worker joins again
+// or finishes.
+func (w *worker) ended(ctx actor.Context) {
+	if w.rejoin {
+		w.log.Info().Msg("joining the trainer again")
+		ctx.Unwatch(w.trainer)
+		w.ending, w.endErr, w.rejoin, w.joined = "", nil, false, false
+		w.joinStart = time.Now()
+		w.askJoin(ctx)
+		return
+	}
+	if w.finished {
+		return
+	}
+	if w.joined {
+		ctx.Unwatch(w.trainer)
+	}
+	w.finished = true
+	w.sum.Ended = w.ending
+	w.done <- workerEnd{sum: w.sum, err: w.endErr}
+}
+
+// HandleFailure supervises the worker's episodes as the scheduler does on
+// the trainer: an infrastructure fault restarts the episode in a fresh
+// sandbox while attempts are left; a crash ends it as an infrastructure
+// failure, reported to its proxy.
+func (w *worker) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, _ any) {
+	if _, ok := reason.(*infraFault); ok && w.edeps != nil && rs.FailureCount() < w.edeps.maxAttempts-1 {
+		rs.Fail()
+		sup.RestartChildren(child)
+		return
+	}
+	sup.StopChildren(child)
+	for id, e := range w.eps {
+		if e.pid.Equal(child) {
+			w.log.Error().Uint64("episode", id).Interface("reason", reason).Msg("episode actor crashed; reported as an infrastructure failure")
+			w.root.Send(w.edeps.learner, &EpisodeResult{Episode: id, Kind: FailedInfra,
+				Err: env.Infra(fmt.Errorf("episode %d: actor crashed: %v", id, reason))})
+			return
+		}
+	}
+}
+
+// newEpisodePropsAfter is newEpisodeProps for an episode that already
+// used attempts sandboxes (on workers since lost).
+func newEpisodePropsAfter(spec *episodeSpec, deps *episodeDeps, attempts int) *actor.Props {
+	if attempts == 0 {
+		return newEpisodeProps(spec, deps)
+	}
+	st := &episodeState{attempts: attempts}
+	producer := func() actor.Actor { return &episode{spec: spec, deps: deps, st: st} }
+	if deps.inline {
+		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher))
+	}
+	return actor.PropsFromProducer(producer)
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/frognano/frog/actors"
+)
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// frogProc is a frog process of a test (the test binary, named frog).
+type frogProc struct {
+	cmd    *exec.Cmd
+	stdout syncBuffer
+	stderr syncBuffer
+	done   chan error
+}
+
+// syncBuffer is a bytes.Buffer that a test may read while the process
+// writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func (b *syncBuffer) Bytes() []byte { return []byte(b.String()) }
+
+// await waits until the process's stderr holds line, at most within.
+func (p *frogProc) await(t *testing.T, line string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(p.stderr.String(), line) {
+			return
+		}
+	}
+	t.Fatalf("frog %s did not log %q within %s; stderr:\n%s", strings.Join(p.cmd.Args[1:], " "), line, within, p.stderr.String())
+}
+
+func startFrog(t *testing.T, args ...string) *frogProc {
+	t.Helper()
+	p := &frogProc{cmd: exec.Command("frog", args...), done: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// wait waits for the process to exit, at most within; it returns its exit
+// code.
+func (p *frogProc) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(within):
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		time.Sleep(2 * time.Second)
+		t.Fatalf("frog %s still runs after %s; stderr:\n%s", strings.Join(p.cmd.Args[1:], " "), within, p.stderr.String())
+	}
+	return -1
+}
+
+// Two workers play a run; a third, of another build, is refused with an
+// error that names both builds; one of the two is interrupted mid-run and
+// leaves: its episodes are played again on the other, none is lost or
+// cancelled, and each link's traffic is counted.
+func TestWorkersPlayTheRun(t *testing.T) {
+	addr := freeAddr(t)
+	trainer := startFrog(t, "sim", "--listen", addr, "--local-slots", "0", "--await-workers", "2", "--episodes", "4000",
+		"--concurrency", "64", "--time-scale", "0.05", "--json", "--no-run-dir")
+	old := startFrog(t, "worker", "--join", addr, "--slots", "8", "--name", "old", "--build", "0.0.1-old")
+	if code := old.wait(t, time.Minute); code != 1 || !strings.Contains(old.stderr.String(), "0.0.1-old") || !strings.Contains(old.stderr.String(), version()) {
+		t.Errorf("a worker of another build exited %d; want 1 and an error naming both builds:\n%s", code, old.stderr.String())
+	}
+	stays := startFrog(t, "worker", "--join", addr, "--slots", "32", "--name", "stays", "--json")
+	leaves := startFrog(t, "worker", "--join", addr, "--slots", "32", "--name", "leaves", "--json")
+	stays.await(t, "joined the trainer", time.Minute)
+	leaves.await(t, "joined the trainer", time.Minute)
+	time.Sleep(time.Second)
+	if err := leaves.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := leaves.wait(t, 30*time.Second); code != 0 && code != 130 {
+		t.Errorf("the interrupted worker exited %d; stderr:\n%s", code, leaves.stderr.String())
+	}
+	rep := trainerReport(t, trainer)
+	if code := stays.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("the worker that stayed exited %d; stderr:\n%s", code, stays.stderr.String())
+	}
+	var ws actors.WorkerSummary
+	if err := json.Unmarshal(stays.stdout.Bytes(), &ws); err != nil || ws.PolicyPulls < 2 || ws.Ended != "the trainer said: the run is over" {
+		t.Errorf("worker summary %+v (%v): want a policy pull per version it saw, and the run's end", ws, err)
+	}
+	e, rs := rep.Episodes, rep.Scheduler.Remote
+	if !e.Accounted || e.Admitted != 4000 || e.Completed != 4000 {
+		t.Errorf("episodes %+v: want 4000 admitted and completed", e)
+	}
+	if rs == nil || rs.Joined != 2 || rs.Refused != 1 || rs.Lost != 1 || rs.Local != 0 {
+		t.Fatalf("remote %+v: want 2 joined, 1 refused, 1 lost, nothing run by the trainer", rs)
+	}
+	for _, w := range rs.Workers {
+		if w.Episodes == 0 || w.BytesOut == 0 || w.BytesIn == 0 || (w.Name == "leaves") != strings.HasPrefix(w.Lost, "left") {
+			t.Errorf("worker %+v: want episodes, bytes both ways, and only the interrupted one gone", w)
+		}
+	}
+}
+
+// trainerReport waits for a frog sim --json trainer to exit 0 and reads
+// its summary.
+func trainerReport(t *testing.T, trainer *frogProc) simReport {
+	t.Helper()
+	if code := trainer.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("trainer exited %d; stderr:\n%s", code, trainer.stderr.String())
+	}
+	var rep simReport
+	if err := json.Unmarshal(trainer.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("trainer's summary: %v\n%s", err, trainer.stdout.String())
+	}
+	return rep
+}
+
+// A worker killed with SIGKILL mid-run: the trainer notices, re-admits its
+// episodes on the other worker, and the run's accounting holds with no
+// episode failed or cancelled.
+func TestWorkerKilledLosesNothing(t *testing.T) {
+	addr := freeAddr(t)
+	trainer := startFrog(t, "sim", "--listen", addr, "--local-slots", "0", "--await-workers", "2", "--episodes", "4000",
+		"--concurrency", "64", "--time-scale", "0.05", "--json", "--no-run-dir")
+	killed := startFrog(t, "worker", "--join", addr, "--slots", "32", "--name", "killed")
+	stays := startFrog(t, "worker", "--join", addr, "--slots", "32", "--name", "stays")
+	killed.await(t, "joined the trainer", time.Minute)
+	stays.await(t, "joined the trainer", time.Minute)
+	time.Sleep(time.Second)
+	if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	rep := trainerReport(t, trainer)
+	if code := stays.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("the worker that stayed exited %d; stderr:\n%s", code, stays.stderr.String())
+	}
+	e, rs := rep.Episodes, rep.Scheduler.Remote
+	if !e.Accounted || e.Admitted != 4000 || e.Completed != 4000 {
+		t.Errorf("episodes %+v: want 4000 admitted and completed", e)
+	}
+	if rs == nil || rs.Joined != 2 || rs.Lost != 1 || rs.Readmitted == 0 {
+		t.Fatalf("remote %+v: want 2 joined, 1 lost, its episodes re-admitted", rs)
+	}
+	for _, w := range rs.Workers {
+		if w.Name == "killed" && w.Lost == "" || w.Name == "stays" && w.Lost != "" {
+			t.Errorf("worker %s: lost %q", w.Name, w.Lost)
+		}
+	}
+}
+
+// A partition: a worker paused (SIGSTOP) past the trainer's deadline is
+// counted as lost and its episodes are re-admitted; continued (SIGCONT),
+// it hears that it was dropped, cancels what it ran, joins again and gets
+// work. The run's accounting holds.
+func TestPausedWorkerRejoins(t *testing.T) {
+	addr := freeAddr(t)
+	trainer := startFrog(t, "sim", "--listen", addr, "--local-slots", "0", "--await-workers", "2", "--episodes", "8000",
+		"--concurrency", "64", "--time-scale", "0.05", "--json", "--no-run-dir")
+	paused := startFrog(t, "worker", "--join", addr, "--slots", "32", "--name", "paused", "--json")
+	other := startFrog(t, "worker", "--join", addr, "--slots", "32", "--name", "other")
+	paused.await(t, "joined the trainer", time.Minute)
+	other.await(t, "joined the trainer", time.Minute)
+	time.Sleep(time.Second)
+	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	trainer.await(t, "worker lost", time.Minute)
+	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	paused.await(t, "joining the trainer again", time.Minute)
+	rep := trainerReport(t, trainer)
+	if code := paused.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("the paused worker exited %d; stderr:\n%s", code, paused.stderr.String())
+	}
+	var ws actors.WorkerSummary
+	if err := json.Unmarshal(paused.stdout.Bytes(), &ws); err != nil || ws.Joins != 2 {
+		t.Errorf("paused worker's summary %+v (%v): want 2 joins", ws, err)
+	}
+	e, rs := rep.Episodes, rep.Scheduler.Remote
+	if !e.Accounted || e.Admitted != 8000 || e.Completed != 8000 {
+		t.Errorf("episodes %+v: want 8000 admitted and completed", e)
+	}
+	if rs == nil || rs.Joined != 3 || rs.Lost != 1 || rs.Readmitted == 0 {
+		t.Fatalf("remote %+v: want 3 joins (one a rejoin), 1 lost, its episodes re-admitted", rs)
+	}
+	if last := rs.Workers[len(rs.Workers)-1]; last.Name != "paused" || last.Episodes == 0 {
+		t.Errorf("the rejoined worker %+v got no work", last)
+	}
+}
+
+// The trainer killed with SIGKILL: its worker cancels its episodes and
+// exits 1 within a bound, saying why.
+func TestTrainerKilledEndsItsWorkers(t *testing.T) {
+	addr := freeAddr(t)
+	trainer := startFrog(t, "sim", "--listen", addr, "--local-slots", "0", "--await-workers", "1", "--episodes", "0", "--duration", "10m",
+		"--concurrency", "32", "--time-scale", "0.05", "--json", "--no-run-dir")
+	worker := startFrog(t, "worker", "--join", addr, "--slots", "32", "--json")
+	worker.await(t, "joined the trainer", time.Minute)
+	time.Sleep(time.Second)
+	if err := trainer.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := worker.wait(t, 30*time.Second); code != 1 {
+		t.Fatalf("worker exited %d, want 1; stderr:\n%s", code, worker.stderr.String())
+	}
+	var sum struct {
+		Episodes  int64  `json:"episodes"`
+		Cancelled int64  `json:"cancelled"`
+		Ended     string `json:"ended"`
+	}
+	if err := json.Unmarshal(worker.stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("worker's summary: %v\n%s", err, worker.stdout.String())
+	}
+	if sum.Episodes == 0 || !strings.Contains(sum.Ended, "trainer") {
+		t.Errorf("worker summary %+v: want episodes played and an end that names the trainer", sum)
+	}
+	if !strings.Contains(worker.stderr.String(), "trainer was lost") {
+		t.Errorf("the worker's error does not say the trainer was lost:\n%s", worker.stderr.String())
+	}
+}
+
+// frog worker and --listen refuse bad flags, and what they cannot serve
+// yet, with a usage error.
+func TestWorkerUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"worker"}, "--join"},
+		{[]string{"worker", "--join", "127.0.0.1:1", "--slots", "0"}, "--slots 0"},
+		{[]string{"sim", "--listen", "127.0.0.1:0", "--sandbox", "process"}, "simulated sandboxes only"},
+		{[]string{"sim", "--local-slots", "3"}, "need --listen"},
+		{[]string{"sim", "--listen", "127.0.0.1:0", "--local-slots", "5000", "--concurrency", "10"}, "--local-slots 5000"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := frog(t, tc.args...)
+			var u *UsageError
+			if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("frog %v: %v (%s), want a usage error with %q", tc.args, err, out, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/frognano/frog/actors"
+	"github.com/frognano/frog/env"
+	envsim "github.com/frognano/frog/env/sim"
+	policysim "github.com/frognano/frog/policy/sim"
+)
+
+// remoteOptions are the flags that open a run to rollout workers.
+type remoteOptions struct {
+	Listen       string `json:"listen,omitempty"`
+	Advertise    string `json:"advertise,omitempty"`
+	LocalSlots   int    `json:"local_slots,omitempty"`
+	AwaitWorkers int    `json:"await_workers,omitempty"`
+}
+
+func (r *remoteOptions) flags(f *pflag.FlagSet) {
+	f.StringVar(&r.Listen, "listen", "", "open the run to rollout workers (frog worker --join) at HOST:PORT (port 0 picks one; the address is logged); remote runs trust their network: no TLS, no authentication")
+	f.StringVar(&r.Advertise, "advertise", "", "the HOST:PORT workers dial, when it is not --listen's (needed with --listen 0.0.0.0:PORT)")
+	f.IntVar(&r.LocalSlots, "local-slots", -1, "with --listen: how many of --concurrency episodes run in this process (0: all on workers; -1: as many as --concurrency)")
+	f.IntVar(&r.AwaitWorkers, "await-workers", 0, "with --listen: admit no episode before this many workers have joined")
+}
+
+// remote is the run's actors.Remote, nil without --listen.
+func (r remoteOptions) remote(concurrency int, envName string, envConfig any, codec actors.Codec, log func(addr string)) (*actors.Remote, error) {
+	if r.Listen == "" {
+		if r.Advertise != "" || r.LocalSlots != -1 || r.AwaitWorkers != 0 {
+			return nil, usagef("--advertise, --local-slots and --await-workers need --listen")
+		}
+		return nil, nil
+	}
+	local := r.LocalSlots
+	if local == -1 {
+		local = concurrency
+	}
+	if local < 0 || local > concurrency {
+		return nil, usagef("--local-slots %d: want 0 to --concurrency (%d), or -1", r.LocalSlots, concurrency)
+	}
+	if r.AwaitWorkers < 0 {
+		return nil, usagef("--await-workers %d: want >= 0", r.AwaitWorkers)
+	}
+	cfg, err := json.Marshal(envConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &actors.Remote{Listen: r.Listen, Advertise: r.Advertise, LocalSlots: local, Workers: r.AwaitWorkers,
+		Build: version(), Codec: codec, Env: envName, EnvConfig: cfg, OnListen: log}, nil
+}
+
+// simWorkerEnv is what a worker of `frog sim --listen` plays: simulated
+// sandboxes with the trainer's latencies and faults (RunSpec.env "sim").
+type simWorkerEnv struct {
+	Seed      uint64  `json:"seed"`
+	TimeScale float64 `json:"time_scale"`
+	FaultRate float64 `json:"fault_rate"`
+}
+
+type workerOptions struct {
+	Join        string
+	Listen      string
+	Advertise   string
+	Name        string
+	Slots       int
+	JoinTimeout time.Duration
+	JSON        bool
+	// Build overrides the build the worker claims (tests of the refusal).
+	Build string
+}
+
+func newWorkerCmd(g *globals) *cobra.Command {
+	o := &workerOptions{}
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Run episodes for a trainer on another process or machine (frog sim --listen)",
+		Long: `worker joins a run that listens for rollout workers (frog sim --listen ADDR)
+and plays the episodes it is sent: it hosts their actors and sandboxes and a
+replica of the policy (inference stays here; the policy is pulled once per
+version), and sends each result back. The trainer admits episodes onto its
+own slots and the workers' by their free capacity.
+
+A worker of another frog build is refused at join. When a worker dies or
+falls silent, the trainer re-admits its running episodes elsewhere, within
+the run's retries; when the trainer dies or falls silent, the worker cancels
+its episodes, closes their sandboxes and exits 1. At the end of the run it
+exits 0. Interrupting it (Ctrl-C) tells the trainer it leaves: its episodes
+are played again elsewhere.
+
+So far a worker plays frog sim's simulated sandboxes and agent; training
+on real tasks across machines is not built yet (docs/remote.md).`,
+		Example: `  frog sim --listen 127.0.0.1:7450 --local-slots 0 --await-workers 2 --episodes 200000 --concurrency 2000
+  frog worker --join 127.0.0.1:7450 --slots 1000
+  frog worker --join trainer.lan:7450 --listen 0.0.0.0:7451 --advertise worker1.lan:7451 --slots 1000`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runWorker(c.Context(), g, o) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.Join, "join", "", "the trainer's address, HOST:PORT (its --listen or --advertise)")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "this worker's HOST:PORT, which the trainer connects back to (port 0 picks one)")
+	f.StringVar(&o.Advertise, "advertise", "", "the HOST:PORT the trainer dials, when it is not --listen's (needed with --listen 0.0.0.0:PORT)")
+	f.StringVar(&o.Name, "name", "", "the worker's name in the trainer's logs and summary (default HOST:PID)")
+	f.IntVar(&o.Slots, "slots", 1000, "most episodes this worker runs at once")
+	f.DurationVar(&o.JoinTimeout, "join-timeout", time.Minute, "how long to keep asking to join before giving up")
+	f.BoolVar(&o.JSON, "json", false, "print the worker's summary as one JSON object")
+	f.StringVar(&o.Build, "build", "", "claim this build instead of frog's own (to test the trainer's refusal)")
+	_ = f.MarkHidden("build")
+	return c
+}
+
+func runWorker(ctx context.Context, g *globals, o *workerOptions) error {
+	if o.Join == "" {
+		return usagef("frog worker needs --join HOST:PORT, the trainer's address")
+	}
+	if o.Slots < 1 || o.Slots > actors.MaxConcurrency {
+		return usagef("--slots %d: want 1 to %d", o.Slots, actors.MaxConcurrency)
+	}
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	codec := policysim.Codec{Oracle: policysim.NewOracle()}
+	if o.Build == "" {
+		o.Build = version()
+	}
+	sum, err := actors.Work(ctx, actors.WorkerConfig{Join: o.Join, Listen: o.Listen, Advertise: o.Advertise, Name: o.Name,
+		Slots: o.Slots, Build: o.Build, Sandbox: "sim", JoinTimeout: o.JoinTimeout},
+		actors.WorkerDeps{Codec: codec, Open: openWorkerEnv, Log: log})
+	var cfgErr *actors.ConfigError
+	if errors.As(err, &cfgErr) {
+		return usagef("%v", err)
+	}
+	if o.JSON {
+		if jerr := json.NewEncoder(g.stdout).Encode(sum); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	} else {
+		fmt.Fprintf(g.stdout, "worker %s: %d joins, %d episodes (%d completed, %d failed_infra, %d cancelled), %d policy versions pulled; ended: %s\n",
+			o.Name, sum.Joins, sum.Episodes, sum.Completed, sum.FailedInfra, sum.Cancelled, sum.PolicyPulls, sum.Ended)
+	}
+	return err
+}
+
+// openWorkerEnv opens what a trainer's run names for its workers.
+func openWorkerEnv(name string, config []byte) (env.Provider, env.Harness, error) {
+	if name != "sim" {
+		return nil, nil, fmt.Errorf("this worker plays frog sim's simulated episodes only; environment %q is not built for workers yet", name)
+	}
+	var c simWorkerEnv
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, nil, fmt.Errorf("sim environment: %w", err)
+	}
+	cfg := envsim.DefaultConfig()
+	cfg.Seed, cfg.TimeScale, cfg.FaultRate = c.Seed, c.TimeScale, c.FaultRate
+	p, err := envsim.New(cfg)
+	return p, nil, err
+}
+
+// printRemote prints a remote run's workers and what crossed each link.
+func printRemote(w io.Writer, rs *actors.RemoteStats) {
+	if rs == nil {
+		return
+	}
+	fmt.Fprintf(w, "remote\t%s\t%d workers joined, %d refused, %d lost\t%d episodes re-admitted\t%d episodes here\n",
+		rs.Address, rs.Joined, rs.Refused, rs.Lost, rs.Readmitted, rs.Local)
+	for _, wk := range rs.Workers {
+		per := func(n int64) string {
+			if wk.Done == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", float64(n)/float64(wk.Done))
+		}
+		lost := ""
+		if wk.Lost != "" {
+			lost = "lost: " + wk.Lost
+		}
+		fmt.Fprintf(w, "worker %s\t%d slots, %d episodes, %d results\tmessages %d out, %d in\tbytes a result: %s out, %s in\t%s\n",
+			wk.Name, wk.Slots, wk.Episodes, wk.Done, wk.MsgsOut, wk.MsgsIn, per(wk.BytesOut), per(wk.BytesIn), lost)
+	}
+}

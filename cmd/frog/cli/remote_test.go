@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -68,7 +69,17 @@ func (p *frogProc) await(t *testing.T, line string, within time.Duration) {
 
 func startFrog(t *testing.T, args ...string) *frogProc {
 	t.Helper()
+	return startFrogIn(t, "", nil, args...)
+}
+
+// startFrogIn starts frog in dir with env added to the test's.
+func startFrogIn(t *testing.T, dir string, env []string, args ...string) *frogProc {
+	t.Helper()
 	p := &frogProc{cmd: exec.Command("frog", args...), done: make(chan error, 1)}
+	p.cmd.Dir = dir
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -161,6 +172,54 @@ func trainerReport(t *testing.T, trainer *frogProc) simReport {
 		t.Fatalf("trainer's summary: %v\n%s", err, trainer.stdout.String())
 	}
 	return rep
+}
+
+// frog train on real tasks, every episode on two worker processes with
+// process sandboxes and workspaces of their own: the run's accounting
+// holds, both workers played, their trajectories reached the learner.
+func TestTrainWithWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	tiny, caches := tinyAndCaches(t)
+	dir := t.TempDir()
+	env := append(caches, "GOPROXY=off", "GOTOOLCHAIN=local")
+	synth := startFrogIn(t, dir, env, "synth", "--source", tiny, "--n", "3", "--out", "tasks.jsonl", "--min-timeout", "5s", "--log-level", "warn")
+	if code := synth.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("frog synth exited %d:\n%s\n%s", code, synth.stderr.String(), synth.stdout.String())
+	}
+	addr := freeAddr(t)
+	trainer := startFrogIn(t, dir, env, "train", "--tasks", "tasks.jsonl", "--local", tiny, "--workspaces", "ws", "--heldout", "tasks.jsonl",
+		"--heldout-n", "1", "--baselines", "fl-feedback", "--episodes", "12", "--group-size", "2", "--groups-per-update", "1",
+		"--refill-zero-variance=false", "--sandbox", "process", "--device", "cpu", "--concurrency", "4", "--name", "r1", "--json",
+		"--listen", addr, "--local-slots", "0", "--await-workers", "2")
+	for _, name := range []string{"w1", "w2"} {
+		startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "2", "--name", name, "--workspaces", "ws-"+name)
+	}
+	if code := trainer.wait(t, 10*time.Minute); code != 0 {
+		t.Fatalf("trainer exited %d; stderr:\n%s", code, trainer.stderr.String())
+	}
+	var rep struct {
+		actors.Summary
+	}
+	if err := json.Unmarshal(trainer.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("trainer's summary: %v\n%s", err, trainer.stdout.String())
+	}
+	e, rs := rep.Episodes, rep.Scheduler.Remote
+	if !e.Accounted || e.Admitted != 12 || e.Completed != 12 {
+		t.Errorf("episodes %+v: want 12 admitted and completed", e)
+	}
+	if rs == nil || rs.Joined != 2 || rs.Local != 0 {
+		t.Fatalf("remote %+v: want 2 workers, no episode in the trainer", rs)
+	}
+	for _, w := range rs.Workers {
+		if w.Done == 0 {
+			t.Errorf("worker %s played nothing", w.Name)
+		}
+	}
+	if rep.Learner.Updates == 0 || rep.Learner.Results != 12 {
+		t.Errorf("learner %+v: want the 12 results filed and updates made", rep.Learner)
+	}
 }
 
 // A worker killed with SIGKILL mid-run: the trainer notices, re-admits its

@@ -41,6 +41,7 @@ type trainOptions struct {
 	Start    string         `json:"start,omitempty"`
 	Sandbox  sandboxOptions `json:"sandbox"`
 	TaskOpts taskOptions    `json:"task_options"`
+	Remote   remoteOptions  `json:"remote,omitzero"`
 	Device   string         `json:"device"`
 	Seed     uint64         `json:"seed"`
 
@@ -220,6 +221,7 @@ func (o *trainOptions) learnerFlags(f *pflag.FlagSet) {
 func (o *trainOptions) envFlags(f *pflag.FlagSet) {
 	o.Sandbox.flags(f, "auto")
 	o.TaskOpts.flags(f)
+	o.Remote.flags(f)
 	o.Replay.flags(f)
 }
 
@@ -451,7 +453,10 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	o.Run = o.Run.WithDefaults()
 	runLog := log // actors.Run adds the run's name itself
 	log = log.With().Str("run", o.Name).Logger()
-
+	remote, err := o.trainRemote(log)
+	if err != nil {
+		return err
+	}
 	backend, why, err := cuda.Open(o.Device)
 	if err != nil {
 		return &UsageError{Err: err}
@@ -505,7 +510,7 @@ func runTrain(ctx context.Context, g *globals, o *trainOptions) error {
 	deps := actors.Deps{
 		Provider: te.prov, Learner: pl, Source: te.src, Curriculum: cur, Harness: te.harness, Log: runLog,
 		Counters: new(actors.Counters), OnUpdate: tr.onUpdate, OnEpisode: tr.onEpisode, OnCurriculum: dir.OnCurriculum(log),
-		Checkpoints: run.NewCheckpoints(filepath.Join(dir.Path(), "checkpoints"), 3), TaskPool: start.Pool,
+		Checkpoints: run.NewCheckpoints(filepath.Join(dir.Path(), "checkpoints"), 3), TaskPool: start.Pool, Remote: remote,
 	}
 	tr.counters = deps.Counters
 	bar := startBar(g, !o.JSON, o.Run.Episodes, "ep", tr.progress)

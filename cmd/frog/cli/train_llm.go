@@ -66,6 +66,9 @@ type trainLLMReport struct {
 }
 
 func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
+	if o.Remote.Listen != "" {
+		return usagef("--listen: an LLM policy (--policy openai) does not run on workers yet; the built-in policy does")
+	}
 	log, err := g.logger()
 	if err != nil {
 		return err

@@ -9,12 +9,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/env"
 	envsim "github.com/frognano/frog/env/sim"
+	"github.com/frognano/frog/gotask"
+	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/neural"
 	policysim "github.com/frognano/frog/policy/sim"
 )
 
@@ -67,6 +71,44 @@ type simWorkerEnv struct {
 	FaultRate float64 `json:"fault_rate"`
 }
 
+// realWorkerEnv is what a worker of `frog train --listen` plays: real
+// tasks in its own sandboxes and workspaces, judged by its own harness
+// (RunSpec.env "real"). Locals are the trainer's --local directories: a
+// worker on another machine needs them at the same paths.
+type realWorkerEnv struct {
+	Run     string         `json:"run"`
+	Sandbox sandboxOptions `json:"sandbox"`
+	Locals  []string       `json:"locals,omitempty"`
+	NoCache bool           `json:"no_outcome_cache,omitempty"`
+	NoServe bool           `json:"no_try_server,omitempty"`
+	Restore int            `json:"restore_stmt,omitempty"`
+}
+
+// realCodec carries real tasks (their records) and the built-in neural
+// policy to workers.
+type realCodec struct {
+	actors.JSONTasks
+	neural.PolicyCodec
+}
+
+// trainRemote is `frog train --listen`'s actors.Remote: its workers play
+// real tasks with the built-in policy.
+func (o *trainOptions) trainRemote(log zerolog.Logger) (*actors.Remote, error) {
+	if o.Remote.Listen != "" && o.Replay.Env == envReplay {
+		return nil, usagef("--listen plays real tasks on workers: not with --env replay")
+	}
+	t := o.TaskOpts
+	return o.Remote.remote(o.Run.Concurrency, "real", realWorkerEnv{Run: o.Name, Sandbox: o.Sandbox, Locals: t.Locals, NoCache: t.NoCache,
+		NoServe: t.NoServe, Restore: t.RestoreList}, realCodec{}, listening(log))
+}
+
+// listening logs the address workers join at.
+func listening(log zerolog.Logger) func(string) {
+	return func(addr string) {
+		log.Info().Str("address", addr).Msg("listening for rollout workers: frog worker --join " + addr)
+	}
+}
+
 type workerOptions struct {
 	Join        string
 	Listen      string
@@ -77,17 +119,22 @@ type workerOptions struct {
 	JSON        bool
 	// Build overrides the build the worker claims (tests of the refusal).
 	Build string
+	// Workspaces is where real tasks' workspaces are laid out here.
+	Workspaces string
+	Unsafe     bool
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	o := &workerOptions{}
 	c := &cobra.Command{
 		Use:   "worker",
-		Short: "Run episodes for a trainer on another process or machine (frog sim --listen)",
-		Long: `worker joins a run that listens for rollout workers (frog sim --listen ADDR)
-and plays the episodes it is sent: it hosts their actors and sandboxes and a
-replica of the policy (inference stays here; the policy is pulled once per
-version), and sends each result back. The trainer admits episodes onto its
+		Short: "Run episodes for a trainer on another process or machine (frog train --listen, frog sim --listen)",
+		Long: `worker joins a run that listens for rollout workers (frog train --listen
+ADDR, frog sim --listen ADDR) and plays the episodes it is sent: it hosts
+their actors, its own sandboxes (the kind the trainer runs with), task
+workspaces (--workspaces) and harness caches, and a replica of the policy
+(inference stays here; the policy is pulled once per version), and sends
+each result back. The trainer admits episodes onto its
 own slots and the workers' by their free capacity.
 
 A worker of another frog build is refused at join. When a worker dies or
@@ -97,9 +144,12 @@ its episodes, closes their sandboxes and exits 1. At the end of the run it
 exits 0. Interrupting it (Ctrl-C) tells the trainer it leaves: its episodes
 are played again elsewhere.
 
-So far a worker plays frog sim's simulated sandboxes and agent; training
-on real tasks across machines is not built yet (docs/remote.md).`,
-		Example: `  frog sim --listen 127.0.0.1:7450 --local-slots 0 --await-workers 2 --episodes 200000 --concurrency 2000
+A worker plays frog train's real tasks with the built-in policy, and frog
+sim's simulated sandboxes and agent; LLM policies (--policy openai) do not
+run on workers yet (docs/remote.md).`,
+		Example: `  frog train --listen 127.0.0.1:7450 --concurrency 8 --local-slots 0 --await-workers 2 --sandbox process
+  frog worker --join 127.0.0.1:7450 --slots 4
+  frog sim --listen 127.0.0.1:7450 --local-slots 0 --await-workers 2 --episodes 200000 --concurrency 2000
   frog worker --join 127.0.0.1:7450 --slots 1000
   frog worker --join trainer.lan:7450 --listen 0.0.0.0:7451 --advertise worker1.lan:7451 --slots 1000`,
 		Args: cobra.NoArgs,
@@ -113,6 +163,8 @@ on real tasks across machines is not built yet (docs/remote.md).`,
 	f.IntVar(&o.Slots, "slots", 1000, "most episodes this worker runs at once")
 	f.DurationVar(&o.JoinTimeout, "join-timeout", time.Minute, "how long to keep asking to join before giving up")
 	f.BoolVar(&o.JSON, "json", false, "print the worker's summary as one JSON object")
+	f.StringVar(&o.Workspaces, "workspaces", gotask.DefaultWorkspaceRoot(), "directory of the tasks' workspace templates on this worker (frog train --listen's real tasks)")
+	unsafeFlag(f, &o.Unsafe)
 	f.StringVar(&o.Build, "build", "", "claim this build instead of frog's own (to test the trainer's refusal)")
 	_ = f.MarkHidden("build")
 	return c
@@ -133,13 +185,14 @@ func runWorker(ctx context.Context, g *globals, o *workerOptions) error {
 		host, _ := os.Hostname()
 		o.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	codec := policysim.Codec{Oracle: policysim.NewOracle()}
 	if o.Build == "" {
 		o.Build = version()
 	}
+	we := &workerEnv{o: o, log: log}
+	defer we.close()
 	sum, err := actors.Work(ctx, actors.WorkerConfig{Join: o.Join, Listen: o.Listen, Advertise: o.Advertise, Name: o.Name,
-		Slots: o.Slots, Build: o.Build, Sandbox: "sim", JoinTimeout: o.JoinTimeout},
-		actors.WorkerDeps{Codec: codec, Open: openWorkerEnv, Log: log})
+		Slots: o.Slots, Build: o.Build, JoinTimeout: o.JoinTimeout},
+		actors.WorkerDeps{Codec: we, Open: we.open, Log: log})
 	var cfgErr *actors.ConfigError
 	if errors.As(err, &cfgErr) {
 		return usagef("%v", err)
@@ -155,19 +208,67 @@ func runWorker(ctx context.Context, g *globals, o *workerOptions) error {
 	return err
 }
 
-// openWorkerEnv opens what a trainer's run names for its workers.
-func openWorkerEnv(name string, config []byte) (env.Provider, env.Harness, error) {
-	if name != "sim" {
-		return nil, nil, fmt.Errorf("this worker plays frog sim's simulated episodes only; environment %q is not built for workers yet", name)
+// workerEnv is what a worker plays, once the trainer has said what (its
+// open), and the codec that goes with it: the simulated agent's for frog
+// sim, the built-in policy and real tasks for frog train.
+type workerEnv struct {
+	o       *workerOptions
+	log     zerolog.Logger
+	codec   actors.Codec
+	release func()
+}
+
+// open opens what a trainer's run names for its workers (actors.WorkerDeps.Open).
+func (w *workerEnv) open(name string, config []byte) (env.Provider, env.Harness, error) {
+	switch name {
+	case "sim":
+		var c simWorkerEnv
+		if err := json.Unmarshal(config, &c); err != nil {
+			return nil, nil, fmt.Errorf("sim environment: %w", err)
+		}
+		cfg := envsim.DefaultConfig()
+		cfg.Seed, cfg.TimeScale, cfg.FaultRate = c.Seed, c.TimeScale, c.FaultRate
+		p, err := envsim.New(cfg)
+		w.codec = policysim.Codec{Oracle: policysim.NewOracle()}
+		return p, nil, err
+	case "real":
+		var c realWorkerEnv
+		if err := json.Unmarshal(config, &c); err != nil {
+			return nil, nil, fmt.Errorf("real environment: %w", err)
+		}
+		c.Sandbox.Unsafe = c.Sandbox.Unsafe || w.o.Unsafe
+		topts := taskOptions{Workspaces: w.o.Workspaces, Locals: c.Locals, NoCache: c.NoCache, NoServe: c.NoServe, RestoreList: c.Restore}
+		tenv, prov, release, err := openTaskEnv(context.Background(), topts, sandboxSpec{sandboxOptions: c.Sandbox, Run: c.Run, Concurrency: w.o.Slots}, w.log)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.codec, w.release = realCodec{}, release
+		return prov, tenv.Harness, nil
 	}
-	var c simWorkerEnv
-	if err := json.Unmarshal(config, &c); err != nil {
-		return nil, nil, fmt.Errorf("sim environment: %w", err)
+	return nil, nil, fmt.Errorf("environment %q: this frog's workers play sim and real", name)
+}
+
+func (w *workerEnv) close() {
+	if w.release != nil {
+		w.release()
 	}
-	cfg := envsim.DefaultConfig()
-	cfg.Seed, cfg.TimeScale, cfg.FaultRate = c.Seed, c.TimeScale, c.FaultRate
-	p, err := envsim.New(cfg)
-	return p, nil, err
+}
+
+// The codec is the environment's; nothing is decoded before open.
+func (w *workerEnv) EncodePolicy(p policy.Policy) (string, []byte, error) {
+	return w.get().EncodePolicy(p)
+}
+func (w *workerEnv) DecodePolicy(kind string, b []byte) (policy.Policy, error) {
+	return w.get().DecodePolicy(kind, b)
+}
+func (w *workerEnv) EncodeTask(t *env.Task) ([]byte, []byte, error) { return w.get().EncodeTask(t) }
+func (w *workerEnv) DecodeTask(rec, or []byte) (*env.Task, error)   { return w.get().DecodeTask(rec, or) }
+
+func (w *workerEnv) get() actors.Codec {
+	if w.codec == nil {
+		return realCodec{}
+	}
+	return w.codec
 }
 
 // printRemote prints a remote run's workers and what crossed each link.

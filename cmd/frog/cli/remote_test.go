@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/frognano/frog/actors"
 )
 
@@ -348,4 +350,43 @@ func TestWorkerUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Bad addresses and hosts end a worker with a clear error, exit 1, and no
+// hang: a port where nothing listens, a port that is not frog's, and a
+// host whose Docker engine does not answer when the run wants docker
+// sandboxes.
+func TestWorkerBadJoin(t *testing.T) {
+	notFrog, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notFrog.Close()
+	go func() {
+		for {
+			c, err := notFrog.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.0 400 Bad Request\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	for name, addr := range map[string]string{"nothing": freeAddr(t), "not frog": notFrog.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			w := startFrog(t, "worker", "--join", addr, "--join-timeout", "3s")
+			if code := w.wait(t, time.Minute); code != 1 || !strings.Contains(w.stderr.String(), "no trainer answered at "+addr+" within 3s") {
+				t.Errorf("exit %d, want 1 and the reason; stderr:\n%s", code, w.stderr.String())
+			}
+		})
+	}
+	t.Run("no docker", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+		we := &workerEnv{o: &workerOptions{Slots: 1, Workspaces: t.TempDir()}, log: zerolog.Nop()}
+		cfg, _ := json.Marshal(realWorkerEnv{Run: "r", Sandbox: sandboxOptions{Kind: "docker"}})
+		if _, _, err := we.open("real", cfg); err == nil || !strings.Contains(strings.ToLower(err.Error()), "docker") {
+			t.Errorf("open: %v, want an error that names docker", err)
+		}
+		we.close()
+	})
 }

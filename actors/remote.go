@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -191,6 +193,8 @@ type remoteState struct {
 	readmit int64
 	local   int64
 	stopped bool // no more heartbeat ticks
+	// decode is where proxies hand their worker's results (decoders).
+	decode chan<- decodeJob
 	// The last task encoded: a group's episodes are admitted in a row.
 	lastTask           *env.Task
 	lastRecord, lastOr []byte
@@ -445,10 +449,41 @@ func (s *scheduler) placeRemote(ctx actor.Context, spec *episodeSpec, w *workerR
 		Attempts: int32(attempts), PolicyVersion: s.version}
 	w.running++
 	w.episodes++
-	learner := s.deps.learner
+	learner, decode := s.deps.learner, r.decode
 	return ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &remoteEpisode{spec: spec, w: w, run: run, learner: learner, claim: claim}
+		return &remoteEpisode{spec: spec, w: w, run: run, learner: learner, claim: claim, decode: decode}
 	})), nil
+}
+
+// decodeJob is a worker's result for a decoder to turn into the
+// EpisodeResult the learner files.
+type decodeJob struct {
+	spec     *episodeSpec
+	done     *wire.EpisodeDone
+	reportTo *actor.PID
+	learner  *actor.PID
+}
+
+// decoders decode workers' results on long-lived goroutines, one a CPU: a
+// trajectory's JSON is the trainer's main cost an episode, and on a
+// proxy's fresh mailbox goroutine every decode also grew its stack. The
+// returned func closes the queue and waits for them.
+func decoders(root *actor.RootContext) (chan<- decodeJob, func()) {
+	jobs := make(chan decodeJob, 1024)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for j := range jobs {
+				r := episodeResult(j.spec, j.done)
+				r.ReportTo = j.reportTo
+				root.Send(j.learner, r)
+			}
+		})
+	}
+	return jobs, func() {
+		close(jobs)
+		wg.Wait()
+	}
 }
 
 // remoteEpisode stands, on the trainer, for an episode that runs on a
@@ -465,6 +500,7 @@ type remoteEpisode struct {
 	// episode elsewhere. The loser does nothing, so the episode has one
 	// result.
 	claim     *atomic.Bool
+	decode    chan<- decodeJob
 	cancelled bool
 	done      bool
 }
@@ -489,9 +525,7 @@ func (p *remoteEpisode) Receive(ctx actor.Context) {
 			return
 		}
 		p.w.done.Add(1)
-		r := episodeResult(p.spec, m)
-		r.ReportTo = ctx.Parent()
-		ctx.Send(p.learner, r)
+		p.decode <- decodeJob{spec: p.spec, done: m, reportTo: ctx.Parent(), learner: p.learner}
 		ctx.Stop(ctx.Self())
 	case *Cancel:
 		p.cancelled = true

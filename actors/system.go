@@ -411,6 +411,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	if rstate != nil {
+		var stop func()
+		rstate.decode, stop = decoders(system.Root)
+		defer stop()
+	}
 	if rem != nil {
 		// Not graceful: protoactor-go's graceful shutdown writes flags its
 		// readers race on, and waits for peers' streams; the run's own

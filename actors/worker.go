@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -99,7 +100,8 @@ func Work(ctx context.Context, cfg WorkerConfig, deps WorkerDeps) (WorkerSummary
 	}
 	var runners sync.WaitGroup
 	done := make(chan workerEnd, 1)
-	w := &worker{cfg: cfg, deps: deps, log: log, root: system.Root, runners: &runners, done: done,
+	encode, stopEncoders := encoders(system.Root, log)
+	w := &worker{cfg: cfg, deps: deps, log: log, root: system.Root, runners: &runners, done: done, encode: encode,
 		trainer: actor.NewPID(cfg.Join, "scheduler"), policySrc: actor.NewPID(cfg.Join, "policy-server"),
 		eps: make(map[uint64]*workerEpisode), sum: WorkerSummary{Address: addr}}
 	pid, _ := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return w }), "worker")
@@ -112,6 +114,7 @@ func Work(ctx context.Context, cfg WorkerConfig, deps WorkerDeps) (WorkerSummary
 		end = <-done
 	}
 	_ = system.Root.StopFuture(pid).Wait()
+	stopEncoders()
 	runners.Wait()
 	// Not graceful: protoactor-go's graceful shutdown writes flags its
 	// readers race on; the trainer has been told (Leave) or is gone.
@@ -183,6 +186,10 @@ type worker struct {
 	waiting   []pendingRun
 	eps       map[uint64]*workerEpisode
 	joined    bool
+	lastTask  *env.Task
+	lastGroup uint64
+	// encode is where results go to be encoded and sent (encoders).
+	encode    chan<- encodeJob
 	joinStart time.Time
 	lastHeard time.Time
 	lastTick  time.Time
@@ -372,7 +379,12 @@ func (w *worker) runEpisode(ctx actor.Context, m *wire.RunEpisode, proxy *actor.
 	if m.PolicyVersion > w.version {
 		w.pull(ctx, m.PolicyVersion)
 	}
-	task, err := w.deps.Codec.DecodeTask(m.Task, m.Oracle)
+	// A group's episodes share their task, and come in a row.
+	task, err := w.lastTask, error(nil)
+	if m.Group != w.lastGroup || task == nil {
+		task, err = w.deps.Codec.DecodeTask(m.Task, m.Oracle)
+		w.lastTask, w.lastGroup = task, m.Group
+	}
 	if err != nil {
 		w.answer(ctx, proxy, &EpisodeResult{Episode: m.Episode, Kind: FailedInfra, Attempts: int(m.Attempts),
 			Err: env.Infra(fmt.Errorf("episode %d: decode task: %w", m.Episode, err))})
@@ -406,12 +418,38 @@ func (w *worker) answer(ctx actor.Context, proxy *actor.PID, r *EpisodeResult) {
 	case Cancelled:
 		w.sum.Cancelled++
 	}
-	d, err := episodeDone(r)
-	if err != nil {
-		w.log.Error().Err(err).Msg("result not sent; the trainer will count the episode as lost")
-		return
+	w.encode <- encodeJob{proxy: proxy, result: r}
+}
+
+// encodeJob is an episode's result to encode and send to its proxy.
+type encodeJob struct {
+	proxy  *actor.PID
+	result *EpisodeResult
+}
+
+// encoders encode results on long-lived goroutines, one a CPU, so that
+// the worker's actor, which every episode's start and end goes through,
+// does not also write every trajectory's JSON. The returned func closes
+// the queue and waits until every result queued has been sent.
+func encoders(root *actor.RootContext, log zerolog.Logger) (chan<- encodeJob, func()) {
+	jobs := make(chan encodeJob, 1024)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for j := range jobs {
+				d, err := episodeDone(j.result)
+				if err != nil {
+					log.Error().Err(err).Msg("result not sent; the trainer will count the episode as lost")
+					continue
+				}
+				root.Send(j.proxy, d)
+			}
+		})
 	}
-	ctx.Send(proxy, d)
+	return jobs, func() {
+		close(jobs)
+		wg.Wait()
+	}
 }
 
 // end cancels every episode; once they have ended, the worker joins again

@@ -253,6 +253,7 @@ func (s *scheduler) remoteReceive(ctx actor.Context, m any) bool {
 		if w := s.remote.workers[pidKey(ctx.Sender())]; ctx.Sender() != nil && w != nil {
 			w.link.in(m)
 			s.workerLost(ctx, w, "left: "+m.Reason, false)
+			ctx.Respond(&wire.Leave{Reason: "heard"})
 		}
 	case *heartbeatTick:
 		s.heartbeat(ctx)

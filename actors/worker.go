@@ -197,6 +197,7 @@ type worker struct {
 	// joins again once its episodes have ended instead.
 	ending   string
 	endErr   error
+	leaving  bool // told the trainer it leaves; waits for its answer
 	rejoin   bool
 	finished bool
 	sum      WorkerSummary
@@ -210,6 +211,8 @@ func (w *worker) Receive(ctx actor.Context) {
 		w.tickLater(ctx, time.Second)
 	case *wire.JoinAnswer:
 		w.joinAnswer(ctx, m)
+	case *envOpened:
+		w.envOpened(ctx, m)
 	case *wire.PolicyBlob:
 		w.policy(ctx, m)
 	case *wire.RunEpisode:
@@ -223,6 +226,11 @@ func (w *worker) Receive(ctx actor.Context) {
 	case *wire.Heartbeat:
 		w.lastHeard = time.Now()
 	case *wire.Leave:
+		if w.leaving {
+			// The trainer heard this worker leave (or it is leaving too).
+			w.end(ctx, "stopped", nil, false)
+			return
+		}
 		if ctx.Sender() != nil {
 			ctx.Respond(&wire.Heartbeat{UnixNano: time.Now().UnixNano()})
 		}
@@ -230,8 +238,17 @@ func (w *worker) Receive(ctx actor.Context) {
 	case *workerTick:
 		w.tick(ctx)
 	case *stopWorker:
+		if !w.joined || w.ending != "" {
+			w.end(ctx, "stopped", nil, false)
+			return
+		}
+		// Tell the trainer first, so that it re-admits this worker's
+		// episodes rather than count them cancelled; end once it has
+		// heard (its answer is a Leave) or after a second.
+		w.leaving = true
 		ctx.Request(w.trainer, &wire.Leave{Reason: "the worker is stopping"})
-		w.end(ctx, "stopped", nil, false)
+		root, self := w.root, ctx.Self()
+		time.AfterFunc(time.Second, func() { root.Send(self, &wire.Leave{Reason: "no answer to the leave"}) })
 	case *actor.Terminated:
 		if m.Who.Equal(w.trainer) {
 			w.end(ctx, "the trainer's connection ended ("+m.Why.String()+")", ErrTrainerLost, false)
@@ -297,20 +314,17 @@ func (w *worker) joinAnswer(ctx actor.Context, m *wire.JoinAnswer) {
 		w.end(ctx, "refused", fmt.Errorf("%w: the trainer's run spec is incomplete", ErrRefused), false)
 		return
 	}
-	if w.edeps == nil {
-		prov, harness, err := w.deps.Open(m.Run.Env, m.Run.EnvConfig)
-		if err != nil {
-			ctx.Request(w.trainer, &wire.Leave{Reason: "the worker cannot open environment " + m.Run.Env + ": " + err.Error()})
-			w.end(ctx, "environment", fmt.Errorf("open environment %q: %w", m.Run.Env, err), false)
-			return
-		}
+	if w.spec == nil {
+		// Opening sandboxes may take long (a Docker pool, an image
+		// check): it runs off the actor, which keeps its heartbeat.
 		w.spec = m.Run
-		w.edeps = &episodeDeps{run: m.Run.Run, provider: prov, learner: ctx.Self(), maxAttempts: int(m.Run.MaxAttempts),
-			runOpts:      env.RunOptions{MaxSteps: int(m.Run.MaxSteps), MaxTries: int(m.Run.MaxTries), Harness: harness},
-			closeTimeout: time.Duration(m.Run.CloseTimeoutMs) * time.Millisecond, root: w.root, runners: w.runners, log: w.log}
-		if im, ok := prov.(env.Immediate); ok && im.Immediate() {
-			w.edeps.inline = true
-		}
+		spec, open, root, self := m.Run, w.deps.Open, w.root, ctx.Self()
+		w.runners.Add(1)
+		go func() {
+			defer w.runners.Done()
+			prov, harness, err := open(spec.Env, spec.EnvConfig)
+			root.Send(self, &envOpened{prov: prov, harness: harness, err: err})
+		}()
 	}
 	w.joined = true
 	w.sum.Joins++
@@ -318,6 +332,45 @@ func (w *worker) joinAnswer(ctx actor.Context, m *wire.JoinAnswer) {
 	ctx.Watch(w.trainer)
 	w.pull(ctx, -1)
 	w.log.Info().Str("run", m.Run.Run).Str("env", m.Run.Env).Msg("joined the trainer")
+}
+
+// envOpened is the environment the run names, opened.
+type envOpened struct {
+	prov    env.Provider
+	harness env.Harness
+	err     error
+}
+
+func (w *worker) envOpened(ctx actor.Context, m *envOpened) {
+	if m.err != nil {
+		ctx.Request(w.trainer, &wire.Leave{Reason: "the worker cannot open environment " + w.spec.Env + ": " + m.err.Error()})
+		w.end(ctx, "environment", fmt.Errorf("open environment %q: %w", w.spec.Env, m.err), false)
+		return
+	}
+	w.edeps = &episodeDeps{run: w.spec.Run, provider: m.prov, learner: ctx.Self(), maxAttempts: int(w.spec.MaxAttempts),
+		runOpts:      env.RunOptions{MaxSteps: int(w.spec.MaxSteps), MaxTries: int(w.spec.MaxTries), Harness: m.harness},
+		closeTimeout: time.Duration(w.spec.CloseTimeoutMs) * time.Millisecond, root: w.root, runners: w.runners, log: w.log}
+	if im, ok := m.prov.(env.Immediate); ok && im.Immediate() {
+		w.edeps.inline = true
+	}
+	w.edeps.server = w.server
+	w.startWaiting(ctx)
+}
+
+// ready says the worker can start episodes: its environment is open and
+// it has a policy.
+func (w *worker) ready() bool { return w.edeps != nil && w.server != nil }
+
+// startWaiting starts the episodes that came before the worker was ready.
+func (w *worker) startWaiting(ctx actor.Context) {
+	if !w.ready() {
+		return
+	}
+	waiting := w.waiting
+	w.waiting = nil
+	for _, p := range waiting {
+		w.runEpisode(ctx, p.run, p.proxy)
+	}
 }
 
 // pull asks the trainer's policy server for its policy, once per version.
@@ -349,16 +402,14 @@ func (w *worker) policy(ctx actor.Context, m *wire.PolicyBlob) {
 			return &policyServer{pol: pol, version: m.Version, maxBatch: max(int(spec.MaxBatch), 1),
 				maxInflight: max(int(spec.InferenceWorkers), 1), root: w.root, runners: w.runners}
 		}))
-		w.edeps.server = w.server
+		if w.edeps != nil {
+			w.edeps.server = w.server
+		}
 	} else {
 		ctx.Send(w.server, &PolicyUpdate{Version: m.Version, Policy: pol})
 	}
 	w.havePol = true
-	waiting := w.waiting
-	w.waiting = nil
-	for _, p := range waiting {
-		w.runEpisode(ctx, p.run, p.proxy)
-	}
+	w.startWaiting(ctx)
 }
 
 // runEpisode starts an episode the trainer sent, as a child whose result
@@ -372,7 +423,7 @@ func (w *worker) runEpisode(ctx actor.Context, m *wire.RunEpisode, proxy *actor.
 			Err: fmt.Errorf("the worker is ending (%s): %w", w.ending, context.Canceled)})
 		return
 	}
-	if !w.havePol {
+	if !w.ready() {
 		w.waiting = append(w.waiting, pendingRun{run: m, proxy: proxy})
 		return
 	}

@@ -87,6 +87,9 @@ type RemoteStats struct {
 	Joined  int    `json:"joined"`
 	Refused int    `json:"refused"`
 	Lost    int    `json:"lost"`
+	// WaitedSeconds is how long admission waited for Remote.Workers to
+	// join (part of the run's elapsed time).
+	WaitedSeconds float64 `json:"waited_seconds"`
 	// Readmitted counts episodes re-admitted after their worker was lost.
 	Readmitted int64         `json:"readmitted"`
 	Local      int64         `json:"local_episodes"`
@@ -188,6 +191,8 @@ type remoteState struct {
 	workers map[string]*workerRef // joined and not lost, by pidKey
 	all     []*workerRef          // every worker that joined, in order
 	ready   bool
+	started time.Time     // when the scheduler started
+	waited  time.Duration // until ready
 	refused int
 	lost    int
 	readmit int64
@@ -319,6 +324,7 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 	s.log.Info().Str("worker", w.name).Str("address", w.pid.Address).Int("slots", w.slots).Int("workers", len(s.remote.workers)).Msg("worker joined")
 	if !s.remote.ready && len(s.remote.workers) >= s.remote.cfg.Workers {
 		s.remote.ready = true
+		s.remote.waited = time.Since(s.remote.started)
 		s.log.Info().Int("workers", len(s.remote.workers)).Msg("workers ready: admitting episodes")
 	}
 	ctx.Send(s.self, &pumpNow{})
@@ -538,7 +544,8 @@ func (p *remoteEpisode) Receive(ctx actor.Context) {
 
 // remoteStats is the summary's view of the remote run.
 func (r *remoteState) stats() *RemoteStats {
-	st := &RemoteStats{Address: r.addr, Joined: len(r.all), Refused: r.refused, Lost: r.lost, Readmitted: r.readmit, Local: r.local}
+	st := &RemoteStats{Address: r.addr, Joined: len(r.all), Refused: r.refused, Lost: r.lost, Readmitted: r.readmit, Local: r.local,
+		WaitedSeconds: r.waited.Seconds()}
 	for _, w := range r.all {
 		st.Workers = append(st.Workers, WorkerStats{Name: w.name, Address: w.pid.Address, Slots: w.slots, Episodes: w.episodes,
 			Done: w.done.Load(), Lost: w.lost, MsgsOut: w.link.msgsOut.Load(), BytesOut: w.link.bytesOut.Load(),

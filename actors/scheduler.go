@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -163,6 +164,7 @@ func (s *scheduler) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.self = ctx.Self()
 		if s.remote != nil {
+			s.remote.started = time.Now()
 			s.tickLater()
 		}
 		s.pump(ctx)

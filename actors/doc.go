@@ -53,6 +53,24 @@
 // mailbox. Run returns only once the last checkpoint is stored; after
 // Config.CheckpointTries refusals in a row the run ends with ErrCheckpoint.
 //
+// # Remote runs
+//
+// With Deps.Remote, Run listens on protoactor-go's remote and admits
+// episodes onto joined rollout workers as well as its own slots, by free
+// capacity. An episode placed on a worker is a proxy actor on the trainer,
+// which the scheduler and the learner see as the episode's actor; Work is
+// the worker's side: it joins, plays the episodes it is sent with the same
+// episode actor as in one process, a policy replica it pulls once per
+// version and its own sandboxes, and sends each result back. Only
+// actors/wire's protobuf messages cross. The scheduler watches each worker
+// and hears its heartbeat; a worker that dies, falls silent or leaves has
+// its running episodes re-admitted elsewhere (each lost attempt counted
+// against Config.MaxAttempts), and exactly one result per episode is filed
+// (the proxy and the scheduler race for one claim). A worker whose trainer
+// dies or falls silent cancels its episodes, closes their sandboxes and
+// returns ErrTrainerLost. Every process hosts at most one remote: its
+// start is not safe twice in a process (docs/remote.md).
+//
 // # Invariants
 //
 // Every admitted episode ends in exactly one recorded outcome (completed,

@@ -1,7 +1,6 @@
 package curriculum
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -195,8 +194,12 @@ type BinReport struct {
 }
 
 type entry struct {
-	t       *env.Task
-	bin     string
+	t   *env.Task
+	bin string
+	// belief and binEv are the estimate's belief of the task and evidence
+	// of its bin, kept once they exist (scoring.posterior).
+	belief  *taskBelief
+	binEv   *evidence
 	last    int64 // the plan that last served it
 	served  int64
 	retired bool
@@ -328,9 +331,23 @@ type scoring struct {
 
 func (r *Replay) scoring() scoring { return scoring{r: r, s: r.est.view()} }
 
-// posterior is r.est.Posterior(e.t.ID, e.bin).
+// posterior is r.est.Posterior(e.t.ID, e.bin). The entry keeps its
+// task's belief and its bin's evidence once the estimate has them, rather
+// than look them up by name for every score: the estimate neither
+// replaces nor drops them while the task is buffered (Forget comes with
+// eviction, and a restored Replay has new entries).
 func (c scoring) posterior(e *entry) (a, b float64) {
-	return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
+	est := c.s.e
+	if e.belief == nil {
+		e.belief = est.tasks[e.t.ID]
+	}
+	if e.belief != nil && e.belief.bin != e.bin {
+		return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
+	}
+	if e.binEv == nil {
+		e.binEv = est.bins[e.bin]
+	}
+	return c.s.posteriorOf(e.belief, e.binEv, c.r.predictEntry(e), true)
 }
 
 // score is r.est.Score(e.t.ID, e.bin); with ReplayConfig.Return, a task
@@ -576,25 +593,6 @@ func (r *Replay) weights(cands []*entry) []float64 {
 		}
 	}
 	return w
-}
-
-// scored is index i and its key, for byScore.
-type scored struct {
-	key float64
-	i   int
-}
-
-// byScore orders indices 0..n-1 by key(i), lowest first, ties in index
-// order (as a stable sort would). Plan ranks the whole buffer this way at
-// every request and eviction at every admission, so the keys sit beside
-// the indices rather than behind them.
-func byScore(n int, key func(i int) float64) []scored {
-	out := make([]scored, n)
-	for i := range out {
-		out[i] = scored{key(i), i}
-	}
-	slices.SortFunc(out, func(a, b scored) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.i, b.i)) })
-	return out
 }
 
 // Admit puts fresh tasks into the buffer, evicting the least learnable

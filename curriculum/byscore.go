@@ -8,6 +8,20 @@ type scored struct {
 	i   int
 }
 
+// ranker holds byScore's buffers.
+type ranker struct {
+	out, tmp []scored
+	u, tu    []uint64
+}
+
+// grow returns s with length n, reallocated only when it has too little room.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
 // byScore orders indices 0..n-1 by key(i), lowest first, ties in index
 // order: the order cmp.Compare gives the keys (NaN first, −0 equal to +0),
 // then the indices. Plan ranks the whole buffer this way at every request
@@ -16,12 +30,17 @@ type scored struct {
 // bits mapped to integers in the same order, skipping the bytes that all
 // keys share (scores in [0, ¼] share most of their exponent). Being
 // stable from index order, it leaves ties in index order.
-func byScore(n int, key func(i int) float64) []scored {
-	out := make([]scored, n)
+//
+// The slice it returns is r's, valid until its next call: Plan and
+// eviction rank thousands of tasks hundreds of times a second, and keep
+// the order only while they read it.
+func (r *ranker) byScore(n int, key func(i int) float64) []scored {
+	r.out, r.tmp = grow(r.out, n), grow(r.tmp, n)
+	r.u, r.tu = grow(r.u, n), grow(r.tu, n)
+	out, tmp, u, tu := r.out, r.tmp, r.u, r.tu
 	if n == 0 {
 		return out
 	}
-	u := make([]uint64, n)
 	var count [8][256]int
 	for i := range out {
 		k := key(i)
@@ -31,7 +50,6 @@ func byScore(n int, key func(i int) float64) []scored {
 			count[d][byte(u[i]>>(8*d))]++
 		}
 	}
-	tmp, tu := make([]scored, n), make([]uint64, n)
 	for d := range 8 {
 		c := &count[d]
 		if c[byte(u[0]>>(8*d))] == n {

@@ -32,7 +32,9 @@ func TestByScoreOrdersAsASortByKeyThenIndex(t *testing.T) {
 					keys[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20))
 				}
 			}
-			got := byScore(n, func(i int) float64 { return keys[i] })
+			var r ranker
+			r.byScore(7, func(i int) float64 { return float64(-i) }) // buffers in use
+			got := r.byScore(n, func(i int) float64 { return keys[i] })
 			want := make([]scored, n)
 			for i := range want {
 				want[i] = scored{keys[i], i}
@@ -51,8 +53,9 @@ func BenchmarkByScore(b *testing.B) {
 	for i := range keys {
 		keys[i] = rng.Float64() / 4
 	}
+	var r ranker
 	for b.Loop() {
-		byScore(len(keys), func(i int) float64 { return keys[i] })
+		r.byScore(len(keys), func(i int) float64 { return keys[i] })
 	}
 }
 

@@ -266,6 +266,7 @@ type Replay struct {
 	// rankW[i] is the score weight of rank i+1, (i+1)^(−1/Temperature),
 	// grown as the candidates grow (weights).
 	rankW []float64
+	rank  ranker
 	st    FrontierStats
 }
 
@@ -572,7 +573,7 @@ func (r *Replay) weights(cands []*entry) []float64 {
 		return w
 	}
 	sc := r.scoring()
-	order := byScore(len(cands), func(i int) float64 { return -sc.score(cands[i]) })
+	order := r.rank.byScore(len(cands), func(i int) float64 { return -sc.score(cands[i]) })
 	var ssum, csum float64
 	stale := make([]float64, len(cands))
 	for i := len(r.rankW); i < len(cands); i++ {
@@ -623,7 +624,7 @@ func (r *Replay) evict() {
 		return
 	}
 	sc := r.scoring()
-	order := byScore(len(r.buf), func(i int) float64 {
+	order := r.rank.byScore(len(r.buf), func(i int) float64 {
 		if r.buf[i].retired {
 			return -1
 		}

@@ -97,8 +97,10 @@ type Estimate struct {
 	cfg   EstimateConfig
 	tasks map[string]*taskBelief
 	bins  map[string]*evidence
-	// views counts the views made (view).
-	views uint64
+	// views counts the views made (view); changes the calls that changed
+	// evidence (Observe, Discount), so that a posterior computed at one
+	// count holds until the next.
+	views, changes uint64
 	// Predictor, when set, predicts task id's pass rate now (ok false: no
 	// prediction). Called from the estimate's goroutine.
 	Predictor func(id string) (p float64, ok bool)
@@ -124,6 +126,7 @@ func NewEstimate(cfg EstimateConfig) (*Estimate, error) {
 // for their scores (a bin whose fresh tasks mostly fail would look
 // learnable by the replays of its few learnable tasks).
 func (e *Estimate) Observe(id, bin string, reward float64, first bool) {
+	e.changes++
 	t := e.tasks[id]
 	if t == nil {
 		t = &taskBelief{bin: bin}
@@ -156,6 +159,7 @@ func (e *Estimate) Discount(updates float64) {
 	if !(updates > 0) || e.cfg.Discount == 1 {
 		return
 	}
+	e.changes++
 	f := math.Pow(e.cfg.Discount, updates)
 	for _, t := range e.tasks {
 		t.ev.scale(f)
@@ -321,7 +325,11 @@ func (e *Estimate) Outside(id string) (hopeless, saturated bool) {
 	if t == nil {
 		return false, false
 	}
-	a, b := e.Posterior(id, t.bin)
+	return e.outside(e.Posterior(id, t.bin))
+}
+
+// outside is Outside for a task observed whose posterior is Beta(a, b).
+func (e *Estimate) outside(a, b float64) (hopeless, saturated bool) {
 	// Cantelli's inequality bounds each tail by σ²/(σ² + t²), t the
 	// distance from the mean to Lo or Hi: where that bound is at most
 	// Confidence the tail is too, and the Beta's CDF (the costly part, run

@@ -198,11 +198,19 @@ type entry struct {
 	bin string
 	// belief and binEv are the estimate's belief of the task and evidence
 	// of its bin, kept once they exist (scoring.posterior).
-	belief  *taskBelief
-	binEv   *evidence
-	last    int64 // the plan that last served it
-	served  int64
-	retired bool
+	belief *taskBelief
+	binEv  *evidence
+	// post is the task's posterior Beta(post[0], post[1]) when the
+	// estimate had made postChanges changes and the inner target's ability
+	// was postAbility: Plan, eviction and Request score the same buffer
+	// between two outcomes.
+	post        [2]float64
+	postChanges uint64
+	postAbility float64
+	postSet     bool
+	last        int64 // the plan that last served it
+	served      int64
+	retired     bool
 	// seen says an outcome arrived; firstGroup is the group it came from.
 	// A task is replayed only once seen, so that group is its first.
 	seen       bool
@@ -338,6 +346,17 @@ func (r *Replay) scoring() scoring { return scoring{r: r, s: r.est.view()} }
 // replaces nor drops them while the task is buffered (Forget comes with
 // eviction, and a restored Replay has new entries).
 func (c scoring) posterior(e *entry) (a, b float64) {
+	est := c.s.e
+	if e.postSet && e.postChanges == est.changes && e.postAbility == c.r.target.a {
+		return e.post[0], e.post[1]
+	}
+	a, b = c.compute(e)
+	e.post, e.postChanges, e.postAbility, e.postSet = [2]float64{a, b}, est.changes, c.r.target.a, true
+	return a, b
+}
+
+// compute is posterior, computed.
+func (c scoring) compute(e *entry) (a, b float64) {
 	est := c.s.e
 	if e.belief == nil {
 		e.belief = est.tasks[e.t.ID]
@@ -888,7 +907,7 @@ func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 	r.est.Observe(t.ID, e.bin, reward, first)
 	r.target.observe(t.Difficulty, reward)
 	if !e.retired && r.frontierLike() {
-		if h, s := r.est.Outside(t.ID); h || (s && !(r.cfg.Return && e.spread)) {
+		if h, s := r.outside(e); h || (s && !(r.cfg.Return && e.spread)) {
 			e.retired = true
 			r.st.RetiredTotal++
 		}
@@ -932,11 +951,22 @@ func (r *Replay) Advance(version int64) {
 		if !e.retired {
 			continue
 		}
-		if h, s := r.est.Outside(e.t.ID); !h && (!s || r.cfg.Return && e.spread) {
+		if h, s := r.outside(e); !h && (!s || r.cfg.Return && e.spread) {
 			e.retired = false
 			r.st.Returned++
 		}
 	}
+}
+
+// outside is r.est.Outside(e.t.ID), its posterior read off the entry.
+func (r *Replay) outside(e *entry) (hopeless, saturated bool) {
+	if e.belief == nil {
+		e.belief = r.est.tasks[e.t.ID]
+	}
+	if e.belief == nil {
+		return false, false
+	}
+	return r.est.outside(r.scoring().posterior(e))
 }
 
 func (r *Replay) onFrontier(sc scoring, e *entry) bool {

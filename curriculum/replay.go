@@ -275,7 +275,13 @@ type Replay struct {
 	// grown as the candidates grow (weights).
 	rankW []float64
 	rank  ranker
-	st    FrontierStats
+	// scr holds Plan's slices from plan to plan (contents valid only
+	// during one).
+	scr struct {
+		cands, picked  []*entry
+		w, stale, tree []float64
+	}
+	st FrontierStats
 }
 
 // NewReplay returns a Replay curriculum.
@@ -405,6 +411,11 @@ func (r *Replay) frontierLike() bool {
 func (r *Replay) Plan(n int) Plan {
 	r.tick++
 	cands := r.candidates()
+	defer func() {
+		// The scratch slices hold no entry past the plan.
+		clear(r.scr.cands)
+		clear(r.scr.picked)
+	}()
 	var p Plan
 	var picked []*entry
 	if r.fixedSet() {
@@ -451,7 +462,8 @@ func (r *Replay) round(x float64) int {
 
 // candidates are the buffered tasks the strategy may replay.
 func (r *Replay) candidates() []*entry {
-	out := make([]*entry, 0, len(r.buf))
+	out := grow(r.scr.cands, len(r.buf))[:0]
+	defer func() { r.scr.cands = out }()
 	sc := r.scoring()
 	for _, e := range r.buf {
 		if r.frontierLike() && e.served > e.groups && r.tick-e.last <= lostAfter {
@@ -492,8 +504,11 @@ func (r *Replay) draw(cands []*entry, k int, replace bool) []*entry {
 	if k <= 0 || len(cands) == 0 {
 		return nil
 	}
-	f := newFenwick(r.weights(cands))
-	out := make([]*entry, 0, k)
+	f := fenwick{w: r.weights(cands), tree: grow(r.scr.tree, len(cands)+1)}
+	r.scr.tree = f.tree
+	f.build()
+	out := grow(r.scr.picked, k)[:0]
+	defer func() { r.scr.picked = out }()
 	for range k {
 		i, ok := f.find(r.rng.Float64())
 		if !ok {
@@ -518,7 +533,15 @@ type fenwick struct {
 
 func newFenwick(w []float64) *fenwick {
 	f := &fenwick{w: w, tree: make([]float64, len(w)+1)}
-	for i, x := range w {
+	f.build()
+	return f
+}
+
+// build sums f.w into f.tree (of length len(f.w)+1, whatever it holds).
+func (f *fenwick) build() {
+	clear(f.tree)
+	f.left = 0
+	for i, x := range f.w {
 		if x > 0 {
 			f.left++
 		}
@@ -528,7 +551,6 @@ func newFenwick(w []float64) *fenwick {
 			f.tree[k] += f.tree[j]
 		}
 	}
-	return f
 }
 
 // find is the index whose share of the total weight holds u·total (u in
@@ -584,7 +606,8 @@ func (f *fenwick) zero(i int) {
 // learnability and P_stale ∝ plans since the task was last served; uniform
 // for the others.
 func (r *Replay) weights(cands []*entry) []float64 {
-	w := make([]float64, len(cands))
+	w := grow(r.scr.w, len(cands))
+	r.scr.w = w
 	if !r.frontierLike() {
 		for i := range w {
 			w[i] = 1
@@ -594,7 +617,8 @@ func (r *Replay) weights(cands []*entry) []float64 {
 	sc := r.scoring()
 	order := r.rank.byScore(len(cands), func(i int) float64 { return -sc.score(cands[i]) })
 	var ssum, csum float64
-	stale := make([]float64, len(cands))
+	stale := grow(r.scr.stale, len(cands))
+	r.scr.stale = stale
 	for i := len(r.rankW); i < len(cands); i++ {
 		r.rankW = append(r.rankW, math.Pow(float64(i+1), -1/r.cfg.Temperature))
 	}

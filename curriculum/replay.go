@@ -486,11 +486,11 @@ func (r *Replay) candidates() []*entry {
 				continue
 			}
 		case StrategyEasy:
-			if r.est.Tries(e.t.ID) == 0 || sc.mean(e) <= r.cfg.EasyAbove {
+			if r.tries(e) == 0 || sc.mean(e) <= r.cfg.EasyAbove {
 				continue
 			}
 		case StrategyHard:
-			if r.est.Tries(e.t.ID) == 0 || sc.mean(e) >= r.cfg.HardBelow {
+			if r.tries(e) == 0 || sc.mean(e) >= r.cfg.HardBelow {
 				continue
 			}
 		}
@@ -754,7 +754,7 @@ func (r *Replay) compoundBase() *entry {
 	sc := r.scoring()
 	for _, e := range r.buf {
 		if e.retired || e.compounded >= MaxCompounds || len(e.t.Mutations) == 0 || len(e.t.Mutations) >= MaxCompoundK ||
-			r.est.Tries(e.t.ID) == 0 || sc.mean(e) < 0.5 {
+			r.tries(e) == 0 || sc.mean(e) < 0.5 {
 			continue
 		}
 		if s := sc.score(e); s > bestS {
@@ -982,6 +982,17 @@ func (r *Replay) Advance(version int64) {
 	}
 }
 
+// tries is r.est.Tries(e.t.ID), read off the entry.
+func (r *Replay) tries(e *entry) int64 {
+	if e.belief == nil {
+		e.belief = r.est.tasks[e.t.ID]
+	}
+	if e.belief == nil {
+		return 0
+	}
+	return e.belief.tries
+}
+
 // outside is r.est.Outside(e.t.ID), its posterior read off the entry.
 func (r *Replay) outside(e *entry) (hopeless, saturated bool) {
 	if e.belief == nil {
@@ -994,7 +1005,7 @@ func (r *Replay) outside(e *entry) (hopeless, saturated bool) {
 }
 
 func (r *Replay) onFrontier(sc scoring, e *entry) bool {
-	if e.retired || r.est.Tries(e.t.ID) == 0 {
+	if e.retired || r.tries(e) == 0 {
 		return false
 	}
 	m := sc.mean(e)
@@ -1027,7 +1038,7 @@ func (r *Replay) Stats() CurriculumStats {
 			f.Frontier++
 			br.Frontier++
 		}
-		if r.est.Tries(e.t.ID) > 0 {
+		if r.tries(e) > 0 {
 			f.MeanHistogram[min(4, int(5*sc.mean(e)))]++
 		}
 	}

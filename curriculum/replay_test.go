@@ -397,6 +397,9 @@ func TestScoringAgreesWithTheEstimate(t *testing.T) {
 			if got, want := sc.score(e), r.est.Score(e.t.ID, e.bin); got != want {
 				t.Errorf("%s: %s: snapshot score %v, estimate %v", when, e.t.ID, got, want)
 			}
+			if got, want := r.tries(e), r.est.Tries(e.t.ID); got != want {
+				t.Errorf("%s: %s: tries %d, estimate %d", when, e.t.ID, got, want)
+			}
 			gh, gs := r.outside(e)
 			if wh, ws := r.est.Outside(e.t.ID); gh != wh || gs != ws {
 				t.Errorf("%s: %s: outside (hopeless, saturated) %v %v, estimate %v %v", when, e.t.ID, gh, gs, wh, ws)

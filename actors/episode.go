@@ -88,13 +88,20 @@ type episode struct {
 // right after choosing it, with no goroutine per step or per episode.
 var inlineDispatcher = actor.NewSynchronizedDispatcher(300)
 
+// episodeMailbox is an episode's mailbox: unbounded, as the default is,
+// on protoactor's lock-free queue rather than its ring buffer. An episode
+// receives a handful of messages in its life; the ring buffer takes 230
+// bytes of each episode for ten of them up front, the lock-free queue a
+// node per message.
+var episodeMailbox = actor.UnboundedLockfree()
+
 func newEpisodeProps(spec *episodeSpec, deps *episodeDeps) *actor.Props {
 	st := &episodeState{}
 	producer := func() actor.Actor { return &episode{spec: spec, deps: deps, st: st} }
 	if deps.inline {
-		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher))
+		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher), actor.WithMailbox(episodeMailbox))
 	}
-	return actor.PropsFromProducer(producer)
+	return actor.PropsFromProducer(producer, actor.WithMailbox(episodeMailbox))
 }
 
 func (e *episode) Receive(ctx actor.Context) {

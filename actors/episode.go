@@ -199,8 +199,27 @@ func (e *episode) startInline(ctx actor.Context) {
 	}
 	opts := d.runOpts
 	opts.Episode, opts.Attempt = spec.id, e.attempt
-	e.sb, e.ep = sb, env.NewEpisode(spec.task, opts)
+	ep, _ := finishedEpisodes.Get().(*env.Episode)
+	if ep == nil {
+		ep = new(env.Episode)
+	}
+	ep.Reset(spec.task, opts)
+	e.sb, e.ep = sb, ep
 	e.next(ctx)
+}
+
+// finishedEpisodes holds the state machines of inline episodes that ended
+// with no request at the policy server, for the next episodes to reuse
+// (env.Episode.Reset): an episode's state machine is its largest
+// allocation. One that ended otherwise (cancelled, stopped, a request
+// perhaps in a batch that reads its task view) is left to the collector.
+var finishedEpisodes sync.Pool
+
+// recycle hands ep, whose episode is over and has no request out, to the
+// next episode; nothing of this actor points into it after.
+func (e *episode) recycle(ep *env.Episode) {
+	e.req = ActRequest{}
+	finishedEpisodes.Put(ep)
 }
 
 // next asks for the next action, or finishes the episode.
@@ -211,11 +230,13 @@ func (e *episode) next(ctx actor.Context) {
 		return
 	}
 	var traj env.Trajectory
+	ep := e.ep
 	err := guard(e.spec.id, e.attempt, func() (err error) {
-		traj, err = e.ep.Finish(context.Background(), e.sb)
+		traj, err = ep.Finish(context.Background(), e.sb)
 		return err
 	})
 	e.closeSandbox()
+	e.recycle(ep) // the answer to its last request came: nothing reads it
 	e.finish(ctx, &runDone{attempt: e.attempt, traj: traj, err: err})
 }
 
@@ -229,8 +250,10 @@ func (e *episode) act(ctx actor.Context, m *ActResponse) {
 		err = guard(e.spec.id, e.attempt, func() error { return e.ep.Apply(context.Background(), e.sb, *m.Action) })
 	}
 	if err != nil {
-		traj := e.ep.Trajectory()
+		ep := e.ep
+		traj := ep.Trajectory()
 		e.closeSandbox()
+		e.recycle(ep) // m answered its last request
 		e.finish(ctx, &runDone{attempt: e.attempt, traj: traj, err: err})
 		return
 	}

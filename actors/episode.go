@@ -88,13 +88,20 @@ type episode struct {
 // right after choosing it, with no goroutine per step or per episode.
 var inlineDispatcher = actor.NewSynchronizedDispatcher(300)
 
+// episodeMailbox is an episode's mailbox: unbounded, as the default is,
+// on protoactor's lock-free queue rather than its ring buffer. An episode
+// receives a handful of messages in its life; the ring buffer takes 230
+// bytes of each episode for ten of them up front, the lock-free queue a
+// node per message.
+var episodeMailbox = actor.UnboundedLockfree()
+
 func newEpisodeProps(spec *episodeSpec, deps *episodeDeps) *actor.Props {
 	st := &episodeState{}
 	producer := func() actor.Actor { return &episode{spec: spec, deps: deps, st: st} }
 	if deps.inline {
-		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher))
+		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher), actor.WithMailbox(episodeMailbox))
 	}
-	return actor.PropsFromProducer(producer)
+	return actor.PropsFromProducer(producer, actor.WithMailbox(episodeMailbox))
 }
 
 func (e *episode) Receive(ctx actor.Context) {
@@ -192,8 +199,27 @@ func (e *episode) startInline(ctx actor.Context) {
 	}
 	opts := d.runOpts
 	opts.Episode, opts.Attempt = spec.id, e.attempt
-	e.sb, e.ep = sb, env.NewEpisode(spec.task, opts)
+	ep, _ := finishedEpisodes.Get().(*env.Episode)
+	if ep == nil {
+		ep = new(env.Episode)
+	}
+	ep.Reset(spec.task, opts)
+	e.sb, e.ep = sb, ep
 	e.next(ctx)
+}
+
+// finishedEpisodes holds the state machines of inline episodes that ended
+// with no request at the policy server, for the next episodes to reuse
+// (env.Episode.Reset): an episode's state machine is its largest
+// allocation. One that ended otherwise (cancelled, stopped, a request
+// perhaps in a batch that reads its task view) is left to the collector.
+var finishedEpisodes sync.Pool
+
+// recycle hands ep, whose episode is over and has no request out, to the
+// next episode; nothing of this actor points into it after.
+func (e *episode) recycle(ep *env.Episode) {
+	e.req = ActRequest{}
+	finishedEpisodes.Put(ep)
 }
 
 // next asks for the next action, or finishes the episode.
@@ -204,11 +230,13 @@ func (e *episode) next(ctx actor.Context) {
 		return
 	}
 	var traj env.Trajectory
+	ep := e.ep
 	err := guard(e.spec.id, e.attempt, func() (err error) {
-		traj, err = e.ep.Finish(context.Background(), e.sb)
+		traj, err = ep.Finish(context.Background(), e.sb)
 		return err
 	})
 	e.closeSandbox()
+	e.recycle(ep) // the answer to its last request came: nothing reads it
 	e.finish(ctx, &runDone{attempt: e.attempt, traj: traj, err: err})
 }
 
@@ -222,8 +250,10 @@ func (e *episode) act(ctx actor.Context, m *ActResponse) {
 		err = guard(e.spec.id, e.attempt, func() error { return e.ep.Apply(context.Background(), e.sb, *m.Action) })
 	}
 	if err != nil {
-		traj := e.ep.Trajectory()
+		ep := e.ep
+		traj := ep.Trajectory()
 		e.closeSandbox()
+		e.recycle(ep) // m answered its last request
 		e.finish(ctx, &runDone{attempt: e.attempt, traj: traj, err: err})
 		return
 	}

@@ -49,7 +49,11 @@ type policyServer struct {
 	root        *actor.RootContext
 	runners     *sync.WaitGroup
 
-	pending   []*ActRequest
+	pending []*ActRequest
+	// obs holds the inference goroutines' observation slices between
+	// batches (*[]env.Observation): a batch copies each request's
+	// observation into one, and the policy is done with it when Act returns.
+	obs       sync.Pool
 	gen       uint64
 	scheduled bool
 	inflight  int
@@ -148,12 +152,19 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
-		obs := make([]env.Observation, len(batch))
+		obs := s.observations(len(batch))
 		for i, r := range batch {
-			obs[i] = r.Obs
+			(*obs)[i] = r.Obs
 		}
 		acts := make([]env.Action, len(batch))
-		errs := itemErrors(ictx, actSafely(ictx, pol, obs, acts), len(batch))
+		err := actSafely(ictx, pol, *obs, acts)
+		if err == nil {
+			// Act has returned without error: nothing of the policy's runs
+			// on. (The actions are not reused: the answers point into them.)
+			clear(*obs)
+			s.obs.Put(obs)
+		}
+		errs := itemErrors(ictx, err, len(batch))
 		for _, err := range errs {
 			if err != nil {
 				s.errors.Add(1)
@@ -196,6 +207,17 @@ func (s *policyServer) launch(ctx actor.Context, batch []*ActRequest) {
 		}
 		root.Send(self, &batchDone{})
 	}()
+}
+
+// observations returns a slice of n observations for a batch, reused from
+// an earlier batch when one is free.
+func (s *policyServer) observations(n int) *[]env.Observation {
+	if obs, ok := s.obs.Get().(*[]env.Observation); ok && cap(*obs) >= n {
+		*obs = (*obs)[:n]
+		return obs
+	}
+	obs := make([]env.Observation, n)
+	return &obs
 }
 
 // registered reports whether pid's process is still in the registry.

@@ -55,7 +55,13 @@ func (c EstimateConfig) validate() error {
 
 // evidence is a discounted tally of outcomes; pred is the discounted sum of
 // what the predictor said of them (bins only).
-type evidence struct{ pass, fail, pred float64 }
+type evidence struct {
+	pass, fail, pred float64
+	// prior is the bin's prior as of view number priorView (bins only):
+	// a view computes it once, not once a task.
+	prior     binPrior
+	priorView uint64
+}
 
 func (e *evidence) add(reward float64) {
 	if reward > 0 {
@@ -91,6 +97,10 @@ type Estimate struct {
 	cfg   EstimateConfig
 	tasks map[string]*taskBelief
 	bins  map[string]*evidence
+	// views counts the views made (view); changes the calls that changed
+	// evidence (Observe, Discount), so that a posterior computed at one
+	// count holds until the next.
+	views, changes uint64
 	// Predictor, when set, predicts task id's pass rate now (ok false: no
 	// prediction). Called from the estimate's goroutine.
 	Predictor func(id string) (p float64, ok bool)
@@ -116,6 +126,7 @@ func NewEstimate(cfg EstimateConfig) (*Estimate, error) {
 // for their scores (a bin whose fresh tasks mostly fail would look
 // learnable by the replays of its few learnable tasks).
 func (e *Estimate) Observe(id, bin string, reward float64, first bool) {
+	e.changes++
 	t := e.tasks[id]
 	if t == nil {
 		t = &taskBelief{bin: bin}
@@ -148,6 +159,7 @@ func (e *Estimate) Discount(updates float64) {
 	if !(updates > 0) || e.cfg.Discount == 1 {
 		return
 	}
+	e.changes++
 	f := math.Pow(e.cfg.Discount, updates)
 	for _, t := range e.tasks {
 		t.ev.scale(f)
@@ -186,9 +198,12 @@ func (e *Estimate) taskPrior(id, bin string) (a, b float64) {
 // that correct a task's prediction.
 type binPrior struct{ a, b, lm, lpbar float64 }
 
-func (e *Estimate) binPrior(bin string) binPrior {
+func (e *Estimate) binPrior(bin string) binPrior { return e.priorOf(e.bins[bin]) }
+
+// priorOf is the prior of a bin whose evidence is ev (nil: none yet).
+func (e *Estimate) priorOf(ev *evidence) binPrior {
 	var s, f, pr float64
-	if ev := e.bins[bin]; ev != nil {
+	if ev != nil {
 		s, f, pr = ev.pass, ev.fail, ev.pred
 	}
 	m := (1 + s) / (2 + s + f)
@@ -243,11 +258,16 @@ func posterior(t *taskBelief, a, b float64) (float64, float64) {
 // curricula score their whole buffer at each plan and eviction. It is
 // valid until the estimate next changes (Observe, Discount, Forget).
 type view struct {
-	e    *Estimate
-	bins map[string]binPrior
+	e *Estimate
+	// n numbers the view: a bin's evidence keeps the prior that view n
+	// computed (evidence.priorView).
+	n uint64
 }
 
-func (e *Estimate) view() view { return view{e: e, bins: make(map[string]binPrior)} }
+func (e *Estimate) view() view {
+	e.views++
+	return view{e: e, n: e.views}
+}
 
 // posterior is Posterior(id, bin) with the Predictor's answer for id given
 // (p, ok) rather than asked for.
@@ -256,10 +276,22 @@ func (s view) posterior(id, bin string, p float64, ok bool) (a, b float64) {
 	if t != nil {
 		bin = t.bin
 	}
-	bp, seen := s.bins[bin]
-	if !seen {
-		bp = s.e.binPrior(bin)
-		s.bins[bin] = bp
+	return s.posteriorOf(t, s.e.bins[bin], p, ok)
+}
+
+// posteriorOf is posterior for a task whose belief is t (nil: never
+// observed) in a bin whose evidence is ev (nil: none yet), as the
+// estimate holds them.
+func (s view) posteriorOf(t *taskBelief, ev *evidence, p float64, ok bool) (a, b float64) {
+	var bp binPrior
+	switch {
+	case ev == nil:
+		bp = s.e.priorOf(nil)
+	case ev.priorView == s.n:
+		bp = ev.prior
+	default:
+		bp = s.e.priorOf(ev)
+		ev.prior, ev.priorView = bp, s.n
 	}
 	if s.e.Predictor == nil {
 		ok = false
@@ -293,7 +325,11 @@ func (e *Estimate) Outside(id string) (hopeless, saturated bool) {
 	if t == nil {
 		return false, false
 	}
-	a, b := e.Posterior(id, t.bin)
+	return e.outside(e.Posterior(id, t.bin))
+}
+
+// outside is Outside for a task observed whose posterior is Beta(a, b).
+func (e *Estimate) outside(a, b float64) (hopeless, saturated bool) {
 	// Cantelli's inequality bounds each tail by σ²/(σ² + t²), t the
 	// distance from the mean to Lo or Hi: where that bound is at most
 	// Confidence the tail is too, and the Beta's CDF (the costly part, run

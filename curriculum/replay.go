@@ -1,7 +1,6 @@
 package curriculum
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -195,11 +194,23 @@ type BinReport struct {
 }
 
 type entry struct {
-	t       *env.Task
-	bin     string
-	last    int64 // the plan that last served it
-	served  int64
-	retired bool
+	t   *env.Task
+	bin string
+	// belief and binEv are the estimate's belief of the task and evidence
+	// of its bin, kept once they exist (scoring.posterior).
+	belief *taskBelief
+	binEv  *evidence
+	// post is the task's posterior Beta(post[0], post[1]) when the
+	// estimate had made postChanges changes and the inner target's ability
+	// was postAbility: Plan, eviction and Request score the same buffer
+	// between two outcomes.
+	post        [2]float64
+	postChanges uint64
+	postAbility float64
+	postSet     bool
+	last        int64 // the plan that last served it
+	served      int64
+	retired     bool
 	// seen says an outcome arrived; firstGroup is the group it came from.
 	// A task is replayed only once seen, so that group is its first.
 	seen       bool
@@ -263,7 +274,14 @@ type Replay struct {
 	// rankW[i] is the score weight of rank i+1, (i+1)^(−1/Temperature),
 	// grown as the candidates grow (weights).
 	rankW []float64
-	st    FrontierStats
+	rank  ranker
+	// scr holds Plan's slices from plan to plan (contents valid only
+	// during one).
+	scr struct {
+		cands, picked  []*entry
+		w, stale, tree []float64
+	}
+	st FrontierStats
 }
 
 // NewReplay returns a Replay curriculum.
@@ -328,9 +346,34 @@ type scoring struct {
 
 func (r *Replay) scoring() scoring { return scoring{r: r, s: r.est.view()} }
 
-// posterior is r.est.Posterior(e.t.ID, e.bin).
+// posterior is r.est.Posterior(e.t.ID, e.bin). The entry keeps its
+// task's belief and its bin's evidence once the estimate has them, rather
+// than look them up by name for every score: the estimate neither
+// replaces nor drops them while the task is buffered (Forget comes with
+// eviction, and a restored Replay has new entries).
 func (c scoring) posterior(e *entry) (a, b float64) {
-	return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
+	est := c.s.e
+	if e.postSet && e.postChanges == est.changes && e.postAbility == c.r.target.a {
+		return e.post[0], e.post[1]
+	}
+	a, b = c.compute(e)
+	e.post, e.postChanges, e.postAbility, e.postSet = [2]float64{a, b}, est.changes, c.r.target.a, true
+	return a, b
+}
+
+// compute is posterior, computed.
+func (c scoring) compute(e *entry) (a, b float64) {
+	est := c.s.e
+	if e.belief == nil {
+		e.belief = est.tasks[e.t.ID]
+	}
+	if e.belief != nil && e.belief.bin != e.bin {
+		return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
+	}
+	if e.binEv == nil {
+		e.binEv = est.bins[e.bin]
+	}
+	return c.s.posteriorOf(e.belief, e.binEv, c.r.predictEntry(e), true)
 }
 
 // score is r.est.Score(e.t.ID, e.bin); with ReplayConfig.Return, a task
@@ -368,6 +411,11 @@ func (r *Replay) frontierLike() bool {
 func (r *Replay) Plan(n int) Plan {
 	r.tick++
 	cands := r.candidates()
+	defer func() {
+		// The scratch slices hold no entry past the plan.
+		clear(r.scr.cands)
+		clear(r.scr.picked)
+	}()
 	var p Plan
 	var picked []*entry
 	if r.fixedSet() {
@@ -414,7 +462,8 @@ func (r *Replay) round(x float64) int {
 
 // candidates are the buffered tasks the strategy may replay.
 func (r *Replay) candidates() []*entry {
-	out := make([]*entry, 0, len(r.buf))
+	out := grow(r.scr.cands, len(r.buf))[:0]
+	defer func() { r.scr.cands = out }()
 	sc := r.scoring()
 	for _, e := range r.buf {
 		if r.frontierLike() && e.served > e.groups && r.tick-e.last <= lostAfter {
@@ -437,11 +486,11 @@ func (r *Replay) candidates() []*entry {
 				continue
 			}
 		case StrategyEasy:
-			if r.est.Tries(e.t.ID) == 0 || sc.mean(e) <= r.cfg.EasyAbove {
+			if r.tries(e) == 0 || sc.mean(e) <= r.cfg.EasyAbove {
 				continue
 			}
 		case StrategyHard:
-			if r.est.Tries(e.t.ID) == 0 || sc.mean(e) >= r.cfg.HardBelow {
+			if r.tries(e) == 0 || sc.mean(e) >= r.cfg.HardBelow {
 				continue
 			}
 		}
@@ -455,8 +504,11 @@ func (r *Replay) draw(cands []*entry, k int, replace bool) []*entry {
 	if k <= 0 || len(cands) == 0 {
 		return nil
 	}
-	f := newFenwick(r.weights(cands))
-	out := make([]*entry, 0, k)
+	f := fenwick{w: r.weights(cands), tree: grow(r.scr.tree, len(cands)+1)}
+	r.scr.tree = f.tree
+	f.build()
+	out := grow(r.scr.picked, k)[:0]
+	defer func() { r.scr.picked = out }()
 	for range k {
 		i, ok := f.find(r.rng.Float64())
 		if !ok {
@@ -481,7 +533,15 @@ type fenwick struct {
 
 func newFenwick(w []float64) *fenwick {
 	f := &fenwick{w: w, tree: make([]float64, len(w)+1)}
-	for i, x := range w {
+	f.build()
+	return f
+}
+
+// build sums f.w into f.tree (of length len(f.w)+1, whatever it holds).
+func (f *fenwick) build() {
+	clear(f.tree)
+	f.left = 0
+	for i, x := range f.w {
 		if x > 0 {
 			f.left++
 		}
@@ -491,7 +551,6 @@ func newFenwick(w []float64) *fenwick {
 			f.tree[k] += f.tree[j]
 		}
 	}
-	return f
 }
 
 // find is the index whose share of the total weight holds u·total (u in
@@ -547,7 +606,8 @@ func (f *fenwick) zero(i int) {
 // learnability and P_stale ∝ plans since the task was last served; uniform
 // for the others.
 func (r *Replay) weights(cands []*entry) []float64 {
-	w := make([]float64, len(cands))
+	w := grow(r.scr.w, len(cands))
+	r.scr.w = w
 	if !r.frontierLike() {
 		for i := range w {
 			w[i] = 1
@@ -555,9 +615,10 @@ func (r *Replay) weights(cands []*entry) []float64 {
 		return w
 	}
 	sc := r.scoring()
-	order := byScore(len(cands), func(i int) float64 { return -sc.score(cands[i]) })
+	order := r.rank.byScore(len(cands), func(i int) float64 { return -sc.score(cands[i]) })
 	var ssum, csum float64
-	stale := make([]float64, len(cands))
+	stale := grow(r.scr.stale, len(cands))
+	r.scr.stale = stale
 	for i := len(r.rankW); i < len(cands); i++ {
 		r.rankW = append(r.rankW, math.Pow(float64(i+1), -1/r.cfg.Temperature))
 	}
@@ -576,25 +637,6 @@ func (r *Replay) weights(cands []*entry) []float64 {
 		}
 	}
 	return w
-}
-
-// scored is index i and its key, for byScore.
-type scored struct {
-	key float64
-	i   int
-}
-
-// byScore orders indices 0..n-1 by key(i), lowest first, ties in index
-// order (as a stable sort would). Plan ranks the whole buffer this way at
-// every request and eviction at every admission, so the keys sit beside
-// the indices rather than behind them.
-func byScore(n int, key func(i int) float64) []scored {
-	out := make([]scored, n)
-	for i := range out {
-		out[i] = scored{key(i), i}
-	}
-	slices.SortFunc(out, func(a, b scored) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.i, b.i)) })
-	return out
 }
 
 // Admit puts fresh tasks into the buffer, evicting the least learnable
@@ -625,7 +667,7 @@ func (r *Replay) evict() {
 		return
 	}
 	sc := r.scoring()
-	order := byScore(len(r.buf), func(i int) float64 {
+	order := r.rank.byScore(len(r.buf), func(i int) float64 {
 		if r.buf[i].retired {
 			return -1
 		}
@@ -712,7 +754,7 @@ func (r *Replay) compoundBase() *entry {
 	sc := r.scoring()
 	for _, e := range r.buf {
 		if e.retired || e.compounded >= MaxCompounds || len(e.t.Mutations) == 0 || len(e.t.Mutations) >= MaxCompoundK ||
-			r.est.Tries(e.t.ID) == 0 || sc.mean(e) < 0.5 {
+			r.tries(e) == 0 || sc.mean(e) < 0.5 {
 			continue
 		}
 		if s := sc.score(e); s > bestS {
@@ -889,7 +931,7 @@ func (r *Replay) Observe(t *env.Task, reward float64, group uint64) {
 	r.est.Observe(t.ID, e.bin, reward, first)
 	r.target.observe(t.Difficulty, reward)
 	if !e.retired && r.frontierLike() {
-		if h, s := r.est.Outside(t.ID); h || (s && !(r.cfg.Return && e.spread)) {
+		if h, s := r.outside(e); h || (s && !(r.cfg.Return && e.spread)) {
 			e.retired = true
 			r.st.RetiredTotal++
 		}
@@ -933,15 +975,37 @@ func (r *Replay) Advance(version int64) {
 		if !e.retired {
 			continue
 		}
-		if h, s := r.est.Outside(e.t.ID); !h && (!s || r.cfg.Return && e.spread) {
+		if h, s := r.outside(e); !h && (!s || r.cfg.Return && e.spread) {
 			e.retired = false
 			r.st.Returned++
 		}
 	}
 }
 
+// tries is r.est.Tries(e.t.ID), read off the entry.
+func (r *Replay) tries(e *entry) int64 {
+	if e.belief == nil {
+		e.belief = r.est.tasks[e.t.ID]
+	}
+	if e.belief == nil {
+		return 0
+	}
+	return e.belief.tries
+}
+
+// outside is r.est.Outside(e.t.ID), its posterior read off the entry.
+func (r *Replay) outside(e *entry) (hopeless, saturated bool) {
+	if e.belief == nil {
+		e.belief = r.est.tasks[e.t.ID]
+	}
+	if e.belief == nil {
+		return false, false
+	}
+	return r.est.outside(r.scoring().posterior(e))
+}
+
 func (r *Replay) onFrontier(sc scoring, e *entry) bool {
-	if e.retired || r.est.Tries(e.t.ID) == 0 {
+	if e.retired || r.tries(e) == 0 {
 		return false
 	}
 	m := sc.mean(e)
@@ -974,7 +1038,7 @@ func (r *Replay) Stats() CurriculumStats {
 			f.Frontier++
 			br.Frontier++
 		}
-		if r.est.Tries(e.t.ID) > 0 {
+		if r.tries(e) > 0 {
 			f.MeanHistogram[min(4, int(5*sc.mean(e)))]++
 		}
 	}

@@ -385,17 +385,40 @@ func TestScoringAgreesWithTheEstimate(t *testing.T) {
 		r.Admit([]*env.Task{{ID: fmt.Sprintf("new-%d", i), Bin: bin, Difficulty: float64(i) - 2}})
 	}
 	r.target.a = 1.3
-	sc := r.scoring()
-	for _, e := range r.buf {
-		a, b := r.est.Posterior(e.t.ID, e.bin)
-		ga, gb := sc.posterior(e)
-		if a != ga || b != gb {
-			t.Errorf("%s: snapshot Beta(%v, %v), estimate Beta(%v, %v)", e.t.ID, ga, gb, a, b)
-		}
-		if got, want := sc.score(e), r.est.Score(e.t.ID, e.bin); got != want {
-			t.Errorf("%s: snapshot score %v, estimate %v", e.t.ID, got, want)
+	check := func(when string) {
+		t.Helper()
+		sc := r.scoring()
+		for _, e := range r.buf {
+			a, b := r.est.Posterior(e.t.ID, e.bin)
+			ga, gb := sc.posterior(e)
+			if a != ga || b != gb {
+				t.Errorf("%s: %s: snapshot Beta(%v, %v), estimate Beta(%v, %v)", when, e.t.ID, ga, gb, a, b)
+			}
+			if got, want := sc.score(e), r.est.Score(e.t.ID, e.bin); got != want {
+				t.Errorf("%s: %s: snapshot score %v, estimate %v", when, e.t.ID, got, want)
+			}
+			if got, want := r.tries(e), r.est.Tries(e.t.ID); got != want {
+				t.Errorf("%s: %s: tries %d, estimate %d", when, e.t.ID, got, want)
+			}
+			gh, gs := r.outside(e)
+			if wh, ws := r.est.Outside(e.t.ID); gh != wh || gs != ws {
+				t.Errorf("%s: %s: outside (hopeless, saturated) %v %v, estimate %v %v", when, e.t.ID, gh, gs, wh, ws)
+			}
 		}
 	}
+	check("at first")
+	check("again") // the posteriors kept
+	// Each change to what a posterior depends on: an outcome (of the
+	// task's first group, which its bin pools, and of a later one), a
+	// discount, the inner target's ability.
+	r.Observe(r.buf[len(r.buf)-1].t, 1, 1000)
+	check("after a first-group outcome")
+	r.Observe(r.buf[0].t, 0, 1001)
+	check("after a replay's outcome")
+	r.Advance(r.version + 3)
+	check("after a discount")
+	r.target.a = -0.4
+	check("after the ability moved")
 }
 
 // TestFenwickDraws checks Plan's sampler: without replacement it draws

@@ -109,8 +109,19 @@ type Episode struct {
 
 // NewEpisode starts an episode of task.
 func NewEpisode(task *Task, opts RunOptions) *Episode {
+	e := new(Episode)
+	e.Reset(task, opts)
+	return e
+}
+
+// Reset makes e, whatever it held, the start of an episode of task, as
+// NewEpisode(task, opts) returns it: a driver that runs many episodes one
+// after another reuses one Episode rather than allocate one each. The
+// trajectories e returned before keep their steps; what e's Workspace and
+// the Task of its observations point to is e's new episode from now on.
+func (e *Episode) Reset(task *Task, opts RunOptions) {
 	opts = opts.withDefaults()
-	return &Episode{task: task, view: task.View(), opts: opts, ws: Workspace{Task: task}, traj: Trajectory{
+	*e = Episode{task: task, view: task.View(), opts: opts, ws: Workspace{Task: task}, traj: Trajectory{
 		Task: task.ID, Episode: opts.Episode, Attempt: opts.Attempt, Steps: make([]Step, 0, min(opts.MaxSteps, minSteps)),
 	}}
 }

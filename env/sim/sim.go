@@ -133,7 +133,7 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 	}
 	s := &Sandbox{p: p, task: opts.Task}
 	s.src.Seed(mix(p.cfg.Seed^seedTag), mix(opts.Episode<<8|uint64(opts.Attempt&0xff)))
-	s.rng = rand.New(&s.src)
+	s.rng = *rand.New(&s.src) // in the sandbox: one allocation an episode less
 	if p.cfg.FaultRate > 0 && s.rng.Float64() < p.cfg.FaultRate {
 		f := p.cfg.Faults
 		switch u := s.rng.Float64() * (f.Crash + f.Hang + f.SlowStart); {
@@ -146,7 +146,7 @@ func (p *Provider) Open(ctx context.Context, opts env.OpenOptions) (env.Sandbox,
 		}
 		s.faultAt = s.rng.IntN(faultWindow)
 	}
-	start := p.cfg.Start.draw(s.rng)
+	start := p.cfg.Start.draw(&s.rng)
 	if s.fault == faultSlowStart {
 		p.slowErr.Add(1)
 		if err := p.wait(ctx, p.cfg.StartTimeout); err != nil {
@@ -185,7 +185,7 @@ type Sandbox struct {
 	p       *Provider
 	task    *env.Task
 	src     rand.PCG
-	rng     *rand.Rand
+	rng     rand.Rand
 	fault   faultKind
 	faultAt int // operation index at which the fault strikes
 	ops     int
@@ -206,7 +206,7 @@ func (s *Sandbox) op(ctx context.Context, lat LogNormal, verb, name string) erro
 	}
 	n := s.ops
 	s.ops++
-	d := lat.draw(s.rng)
+	d := lat.draw(&s.rng)
 	if n == s.faultAt {
 		switch s.fault {
 		case faultCrash:

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/frognano/frog/env"
@@ -25,6 +26,9 @@ func SolveProb(skill, difficulty float64) float64 {
 type Oracle struct {
 	kept sync.Map // task id -> Fix, from Add: held as long as the oracle
 	tied sync.Map // task id -> weak.Pointer[Fix], from Tie: held by the task
+	// added is set by the first Add: until then Lookup, which the
+	// simulated policy calls at every step, need not hash the id for kept.
+	added atomic.Bool
 }
 
 // Fix is a task as the oracle knows it: its difficulty and the content of
@@ -45,7 +49,10 @@ func NewOracle() *Oracle { return &Oracle{} }
 
 // Add records what the oracle knows of task id, for as long as the oracle
 // lives.
-func (o *Oracle) Add(id string, f Fix) { o.kept.Store(id, f) }
+func (o *Oracle) Add(id string, f Fix) {
+	o.kept.Store(id, f)
+	o.added.Store(true)
+}
 
 // Tie records what the oracle knows of t for as long as t, or a copy of
 // it, is reachable: the fix is kept in t.Private and the oracle forgets it
@@ -61,8 +68,10 @@ func (o *Oracle) Tie(t *env.Task, f Fix) {
 
 // Lookup returns what the oracle knows of task id.
 func (o *Oracle) Lookup(id string) (Fix, bool) {
-	if f, ok := o.kept.Load(id); ok {
-		return f.(Fix), true
+	if o.added.Load() {
+		if f, ok := o.kept.Load(id); ok {
+			return f.(Fix), true
+		}
 	}
 	if w, ok := o.tied.Load(id); ok {
 		if p := w.(weak.Pointer[Fix]).Value(); p != nil {

@@ -96,7 +96,16 @@ var inlineDispatcher = actor.NewSynchronizedDispatcher(300)
 var episodeMailbox = actor.UnboundedLockfree()
 
 func newEpisodeProps(spec *episodeSpec, deps *episodeDeps) *actor.Props {
-	st := &episodeState{}
+	return episodeProps(spec, deps, &episodeState{})
+}
+
+// newEpisodePropsAfter is newEpisodeProps for an episode that already
+// used attempts sandboxes (on workers since lost).
+func newEpisodePropsAfter(spec *episodeSpec, deps *episodeDeps, attempts int) *actor.Props {
+	return episodeProps(spec, deps, &episodeState{attempts: attempts})
+}
+
+func episodeProps(spec *episodeSpec, deps *episodeDeps, st *episodeState) *actor.Props {
 	producer := func() actor.Actor { return &episode{spec: spec, deps: deps, st: st} }
 	if deps.inline {
 		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher), actor.WithMailbox(episodeMailbox))

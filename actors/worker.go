@@ -566,17 +566,3 @@ func (w *worker) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child
 		}
 	}
 }
-
-// newEpisodePropsAfter is newEpisodeProps for an episode that already
-// used attempts sandboxes (on workers since lost).
-func newEpisodePropsAfter(spec *episodeSpec, deps *episodeDeps, attempts int) *actor.Props {
-	if attempts == 0 {
-		return newEpisodeProps(spec, deps)
-	}
-	st := &episodeState{attempts: attempts}
-	producer := func() actor.Actor { return &episode{spec: spec, deps: deps, st: st} }
-	if deps.inline {
-		return actor.PropsFromProducer(producer, actor.WithDispatcher(inlineDispatcher))
-	}
-	return actor.PropsFromProducer(producer)
-}

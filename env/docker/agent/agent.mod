@@ -10,5 +10,5 @@ require (
 
 require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
-	golang.org/x/term v0.45.0 // indirect
+	golang.org/x/term v0.46.0 // indirect
 )

@@ -67,7 +67,7 @@ check: proto-check ## gofmt, go vet, the wire schema's generated code, and build
 proto: ## regenerate actors/wire's Go code from its .proto files (Debian's protoc, the pinned protoc-gen-go)
 	@$(call need,protoc,protobuf-compiler,the wire schema of remote workers is compiled with it)
 	GOBIN=$(CURDIR)/.bin $(GO) install $(PROTOC_GEN_GO)
-	cd actors/wire && PATH=$(CURDIR)/.bin:$$PATH protoc --proto_path=. --go_out=. --go_opt=paths=source_relative join.proto frog.proto
+	PATH=$(CURDIR)/.bin:$$PATH $(GO) generate ./actors/wire
 
 proto-check: ## fail when actors/wire's committed Go code is not what its .proto files generate
 	@$(call need,protoc,protobuf-compiler,the wire schema of remote workers is compiled with it)

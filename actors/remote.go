@@ -118,7 +118,7 @@ func startRemote(system *actor.ActorSystem, listen, advertise string) (r *remote
 	if err != nil {
 		return nil, "", err
 	}
-	if advertise == "" && (host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()) {
+	if ip := net.ParseIP(host); advertise == "" && (host == "" || ip != nil && ip.IsUnspecified()) {
 		return nil, "", fmt.Errorf("listen on %q: name the address the other side dials (advertise): %q is no address to reach", listen, host)
 	}
 	var opts []remote.ConfigOption
@@ -240,12 +240,9 @@ func (r *remoteState) pick(localFree int) *workerRef {
 	return best
 }
 
-// remoteReceive handles the messages of a remote run; it reports whether
-// m was one.
+// remoteReceive handles the messages of a remote run (s.remote is set);
+// it reports whether m was one.
 func (s *scheduler) remoteReceive(ctx actor.Context, m any) bool {
-	if s.remote == nil {
-		return false
-	}
 	switch m := m.(type) {
 	case *wire.Join:
 		ctx.Respond(s.join(ctx, m))

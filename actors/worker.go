@@ -31,8 +31,6 @@ type WorkerConfig struct {
 	Slots int
 	// Build is this binary's version; the trainer refuses another.
 	Build string
-	// Sandbox names the worker's kind of sandbox, for the trainer's logs.
-	Sandbox string
 	// JoinTimeout is how long the worker keeps asking to join before it
 	// gives up (0: one minute).
 	JoinTimeout time.Duration
@@ -257,7 +255,7 @@ func (w *worker) Receive(ctx actor.Context) {
 }
 
 func (w *worker) askJoin(ctx actor.Context) {
-	ctx.Request(w.trainer, &wire.Join{Schema: wire.Schema, Build: w.cfg.Build, Name: w.cfg.Name, Slots: int32(w.cfg.Slots), Sandbox: w.cfg.Sandbox})
+	ctx.Request(w.trainer, &wire.Join{Schema: wire.Schema, Build: w.cfg.Build, Name: w.cfg.Name, Slots: int32(w.cfg.Slots)})
 }
 
 func (w *worker) tickLater(ctx actor.Context, d time.Duration) {

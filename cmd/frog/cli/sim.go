@@ -313,9 +313,7 @@ func runSim(ctx context.Context, g *globals, o *simOptions) error {
 // the simulated sandboxes with this run's latencies and faults.
 func (o *simOptions) simRemote(oracle *policysim.Oracle, log zerolog.Logger) (*actors.Remote, error) {
 	return o.Remote.remote(o.Run.Concurrency, "sim", simWorkerEnv{Seed: o.Seed, TimeScale: o.TimeScale, FaultRate: o.FaultRate},
-		policysim.Codec{Oracle: oracle}, func(addr string) {
-			log.Info().Str("address", addr).Msg("listening for rollout workers: frog worker --join " + addr)
-		})
+		policysim.Codec{Oracle: oracle}, listening(log))
 }
 
 func (r simReport) configRecord() any {

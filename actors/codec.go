@@ -117,11 +117,11 @@ func fromWireError(k wire.ErrorKind, msg string) error {
 }
 
 // episodeDone is what a worker sends when one of its episodes ends.
-func episodeDone(r *EpisodeResult) (*wire.EpisodeDone, error) {
+func episodeDone(r *EpisodeResult, placement uint64) (*wire.EpisodeDone, error) {
 	kind, msg := wireError(r.Err)
-	d := &wire.EpisodeDone{Episode: r.Episode, Outcome: wireOutcome(r.Kind), Attempts: int32(r.Attempts), ErrorKind: kind, Error: msg}
+	d := &wire.EpisodeDone{Episode: r.Episode, Placement: placement, Outcome: wireOutcome(r.Kind), Attempts: int32(r.Attempts), ErrorKind: kind, Error: msg}
 	if r.Trajectory != nil {
-		b, err := json.Marshal(r.Trajectory)
+		b, err := marshalTrajectory(r.Trajectory)
 		if err != nil {
 			return nil, fmt.Errorf("episode %d: encode trajectory: %w", r.Episode, err)
 		}
@@ -142,8 +142,8 @@ func episodeResult(spec *episodeSpec, d *wire.EpisodeDone) *EpisodeResult {
 	}
 	r.Kind = kind
 	if kind == Completed {
-		t := new(env.Trajectory)
-		if err := json.Unmarshal(d.Trajectory, t); err != nil {
+		t, err := unmarshalTrajectory(d.Trajectory)
+		if err != nil {
 			r.Kind, r.Err = FailedInfra, env.Infra(fmt.Errorf("episode %d: a worker's trajectory: %w", spec.id, err))
 			return r
 		}

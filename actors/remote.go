@@ -153,25 +153,29 @@ func splitHostPort(hostport string) (string, int, error) {
 	return host, port, nil
 }
 
-// link counts what crossed one trainer–worker link. Proxies count from
-// their own goroutines, hence the atomics.
-type link struct {
+// traffic counts what crossed one trainer–worker link. The scheduler
+// counts what it sends, the worker's link actor what it receives, hence
+// the atomics.
+type traffic struct {
 	msgsOut, bytesOut, msgsIn, bytesIn atomic.Int64
 }
 
-func (l *link) out(m proto.Message) {
+func (l *traffic) out(m proto.Message) {
 	l.msgsOut.Add(1)
 	l.bytesOut.Add(int64(proto.Size(m)))
 }
 
-func (l *link) in(m proto.Message) {
+func (l *traffic) in(m proto.Message) {
 	l.msgsIn.Add(1)
 	l.bytesIn.Add(int64(proto.Size(m)))
 }
 
 // workerRef is a joined worker as the scheduler keeps it.
 type workerRef struct {
-	pid       *actor.PID
+	pid *actor.PID
+	// link is the worker's link actor on the trainer: the sender of its
+	// RunBatches, where it sends its DoneBatches.
+	link      *actor.PID
 	name      string
 	slots     int
 	running   int
@@ -180,7 +184,11 @@ type workerRef struct {
 	lastHeard time.Time
 	lost      string
 	left      bool // told that the run is over
-	link      link
+	traffic   traffic
+	// batch is what this admission round placed on the worker, sent when
+	// the round ends (flush); batchTask the task of its last TaskRecord.
+	batch     *wire.RunBatch
+	batchTask *env.Task
 }
 
 // remoteState is the scheduler's part of a remote run.
@@ -198,11 +206,58 @@ type remoteState struct {
 	readmit int64
 	local   int64
 	stopped bool // no more heartbeat ticks
-	// decode is where proxies hand their worker's results (decoders).
+	// decode is where links hand their worker's results (decoders).
 	decode chan<- decodeJob
+	// placed holds the episodes on workers, by placement; lastPlacement
+	// is the last placement given.
+	placed        *placements
+	lastPlacement uint64
+	// dirty are the workers with a batch to send.
+	dirty []*workerRef
 	// The last task encoded: a group's episodes are admitted in a row.
-	lastTask           *env.Task
-	lastRecord, lastOr []byte
+	lastTask   *env.Task
+	lastRecord *wire.TaskRecord
+}
+
+// placed is an episode placed on a worker, until its result is filed or
+// the scheduler re-admits it elsewhere.
+type placed struct {
+	spec *episodeSpec
+	w    *workerRef
+	// cancelled says the scheduler asked for the cancellation: a cancelled
+	// result is then the episode's, not the worker's leaving.
+	cancelled atomic.Bool
+}
+
+// placements are the episodes on workers by placement, shared by the
+// scheduler and the decoders. Whoever takes a placement out ends its
+// episode: a decoder filing the worker's result, or the scheduler
+// re-admitting the episode elsewhere. The other finds it gone and does
+// nothing, so that an episode has one result.
+type placements struct {
+	mu sync.Mutex
+	m  map[uint64]*placed
+}
+
+func (p *placements) add(id uint64, e *placed) {
+	p.mu.Lock()
+	p.m[id] = e
+	p.mu.Unlock()
+}
+
+func (p *placements) get(id uint64) *placed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[id]
+}
+
+// take removes the placement and reports whether it was there.
+func (p *placements) take(id uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.m[id]
+	delete(p.m, id)
+	return ok
 }
 
 func pidKey(p *actor.PID) string { return p.Address + "/" + p.Id }
@@ -248,19 +303,19 @@ func (s *scheduler) remoteReceive(ctx actor.Context, m any) bool {
 		ctx.Respond(s.join(ctx, m))
 	case *wire.Heartbeat:
 		if w := s.remote.workers[pidKey(ctx.Sender())]; ctx.Sender() != nil && w != nil {
-			w.link.in(m)
+			w.traffic.in(m)
 			w.lastHeard = time.Now()
 		}
 	case *wire.Leave:
 		if w := s.remote.workers[pidKey(ctx.Sender())]; ctx.Sender() != nil && w != nil {
-			w.link.in(m)
+			w.traffic.in(m)
 			s.workerLost(ctx, w, "left: "+m.Reason, false)
 			ctx.Respond(&wire.Leave{Reason: "heard"})
 		}
 	case *heartbeatTick:
 		s.heartbeat(ctx)
 	case *readmitEpisode:
-		if r := s.byID[m.episode]; r != nil && r.w != nil && r.pid.Equal(ctx.Sender()) {
+		if r := s.byID[m.episode]; r != nil && r.placement == m.placement {
 			s.readmit(r, max(m.attempts, r.attempts+1), "its worker cancelled it")
 			s.pump(ctx)
 		}
@@ -314,7 +369,11 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 		s.workerLost(ctx, old, "it joined again", false)
 	}
 	w := &workerRef{pid: ctx.Sender(), name: cmp.Or(m.Name, key), slots: int(m.Slots), lastHeard: time.Now()}
-	w.link.in(m)
+	w.traffic.in(m)
+	decode, placed, sched, learner := s.remote.decode, s.remote.placed, s.self, s.deps.learner
+	w.link = s.deps.root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &workerLink{w: w, decode: decode, placed: placed, sched: sched, learner: learner}
+	}))
 	s.remote.workers[key] = w
 	s.remote.all = append(s.remote.all, w)
 	ctx.Watch(w.pid)
@@ -326,7 +385,7 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 	}
 	ctx.Send(s.self, &pumpNow{})
 	ans := &wire.JoinAnswer{Accepted: true, Schema: wire.Schema, Build: s.remote.cfg.Build, Run: s.remote.spec}
-	w.link.out(ans)
+	w.traffic.out(ans)
 	return ans
 }
 
@@ -340,7 +399,7 @@ func (s *scheduler) heartbeat(ctx actor.Context) {
 			continue
 		}
 		hb := &wire.Heartbeat{UnixNano: now.UnixNano(), Running: int32(w.running)}
-		w.link.out(hb)
+		w.traffic.out(hb)
 		ctx.Send(w.pid, hb)
 	}
 	s.tickLater()
@@ -378,9 +437,11 @@ func (s *scheduler) workerLost(ctx actor.Context, w *workerRef, reason string, t
 	s.remote.lost++
 	delete(s.remote.workers, pidKey(w.pid))
 	ctx.Unwatch(w.pid)
+	// Its late results are not read: the placements are gone.
+	s.deps.root.Stop(w.link)
 	if tell {
 		leave := &wire.Leave{Reason: "the trainer counted this worker as lost: " + reason, Rejoin: true}
-		w.link.out(leave)
+		w.traffic.out(leave)
 		ctx.Send(w.pid, leave)
 	}
 	var ids []uint64
@@ -403,11 +464,10 @@ func (s *scheduler) workerLost(ctx actor.Context, w *workerRef, reason string, t
 // the sandboxes it has used. An episode whose proxy already reported it is
 // left alone: its outcome is on its way.
 func (s *scheduler) readmit(r *running, attempts int, why string) {
-	if r.claim == nil || !r.claim.CompareAndSwap(false, true) {
+	if r.w == nil || !s.remote.placed.take(r.placement) {
 		return
 	}
 	id := r.spec.id
-	s.deps.root.Stop(r.pid)
 	s.release(r)
 	delete(s.byID, id)
 	switch {
@@ -422,11 +482,13 @@ func (s *scheduler) readmit(r *running, attempts int, why string) {
 	}
 }
 
-// readmitEpisode is a proxy's word that its worker cancelled the episode
-// on its own (the worker is leaving): the episode is re-admitted.
+// readmitEpisode is a decoder's word that a worker cancelled the episode
+// of a placement on its own (the worker is leaving): the episode is
+// re-admitted.
 type readmitEpisode struct {
-	episode  uint64
-	attempts int
+	episode   uint64
+	placement uint64
+	attempts  int
 }
 
 // endUnplaced records an episode that no actor holds any more: the
@@ -439,48 +501,81 @@ func (s *scheduler) endUnplaced(spec *episodeSpec, kind OutcomeKind, attempts in
 	})
 }
 
-// placeRemote spawns the proxy of an episode placed on worker w.
-func (s *scheduler) placeRemote(ctx actor.Context, spec *episodeSpec, w *workerRef, attempts int, claim *atomic.Bool) (*actor.PID, error) {
+// placeRemote adds an episode to worker w's batch and returns its
+// placement; the batch is sent when the admission round ends (flush).
+func (s *scheduler) placeRemote(spec *episodeSpec, w *workerRef, attempts int) (uint64, error) {
 	r := s.remote
 	if spec.task != r.lastTask {
 		rec, or, err := r.cfg.Codec.EncodeTask(spec.task)
 		if err != nil {
-			return nil, fmt.Errorf("episode %d: encode task %s: %w", spec.id, spec.task.ID, err)
+			return 0, fmt.Errorf("episode %d: encode task %s: %w", spec.id, spec.task.ID, err)
 		}
-		r.lastTask, r.lastRecord, r.lastOr = spec.task, rec, or
+		r.lastTask, r.lastRecord = spec.task, &wire.TaskRecord{Record: rec, Oracle: or}
 	}
-	run := &wire.RunEpisode{Episode: spec.id, Group: spec.group, GroupSize: int32(spec.groupSize), Task: r.lastRecord, Oracle: r.lastOr,
-		Attempts: int32(attempts), PolicyVersion: s.version}
+	if w.batch == nil {
+		w.batch, w.batchTask = &wire.RunBatch{}, nil
+		r.dirty = append(r.dirty, w)
+	}
+	if w.batchTask != spec.task {
+		w.batch.Tasks = append(w.batch.Tasks, r.lastRecord)
+		w.batchTask = spec.task
+	}
+	r.lastPlacement++
+	id := r.lastPlacement
+	w.batch.Runs = append(w.batch.Runs, &wire.RunEpisode{Episode: spec.id, Group: spec.group, GroupSize: int32(spec.groupSize),
+		Attempts: int32(attempts), PolicyVersion: s.version, Placement: id, Task: int32(len(w.batch.Tasks) - 1)})
+	r.placed.add(id, &placed{spec: spec, w: w})
 	w.running++
 	w.episodes++
-	learner, decode := s.deps.learner, r.decode
-	return ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &remoteEpisode{spec: spec, w: w, run: run, learner: learner, claim: claim, decode: decode}
-	})), nil
+	return id, nil
 }
 
-// decodeJob is a worker's result for a decoder to turn into the
-// EpisodeResult the learner files.
+// flush sends each worker the batch this admission round placed on it,
+// from its link. A worker lost meanwhile is skipped: its episodes were
+// re-admitted.
+func (s *scheduler) flush(ctx actor.Context) {
+	for _, w := range s.remote.dirty {
+		b := w.batch
+		w.batch, w.batchTask = nil, nil
+		if w.lost != "" || w.left {
+			continue
+		}
+		w.traffic.out(b)
+		ctx.RequestWithCustomSender(w.pid, b, w.link)
+	}
+	clear(s.remote.dirty)
+	s.remote.dirty = s.remote.dirty[:0]
+}
+
+// cancelRemote asks an episode's worker to cancel it.
+func (s *scheduler) cancelRemote(ctx actor.Context, r *running) {
+	if e := s.remote.placed.get(r.placement); e != nil {
+		e.cancelled.Store(true)
+	}
+	c := &wire.CancelEpisode{Episode: r.spec.id}
+	r.w.traffic.out(c)
+	ctx.Send(r.w.pid, c)
+}
+
+// decodeJob is a worker's batch of results for a decoder to file.
 type decodeJob struct {
-	spec     *episodeSpec
-	done     *wire.EpisodeDone
-	reportTo *actor.PID
-	learner  *actor.PID
+	batch   *wire.DoneBatch
+	w       *workerRef
+	placed  *placements
+	sched   *actor.PID
+	learner *actor.PID
 }
 
-// decoders decode workers' results on long-lived goroutines, one a CPU: a
-// trajectory's JSON is the trainer's main cost an episode, and on a
-// proxy's fresh mailbox goroutine every decode also grew its stack. The
-// returned func closes the queue and waits for them.
+// decoders decode workers' results on long-lived goroutines, one a CPU,
+// off the links' mailboxes: decoding a trajectory is the trainer's main
+// cost an episode. The returned func closes the queue and waits for them.
 func decoders(root *actor.RootContext) (chan<- decodeJob, func()) {
 	jobs := make(chan decodeJob, 1024)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for j := range jobs {
-				r := episodeResult(j.spec, j.done)
-				r.ReportTo = j.reportTo
-				root.Send(j.learner, r)
+				j.file(root)
 			}
 		})
 	}
@@ -490,52 +585,44 @@ func decoders(root *actor.RootContext) (chan<- decodeJob, func()) {
 	}
 }
 
-// remoteEpisode stands, on the trainer, for an episode that runs on a
-// worker: to the scheduler and the learner it is that episode's actor. It
-// sends the worker the episode, passes a Cancel on, and hands the worker's
-// result to the learner as a local episode would.
-type remoteEpisode struct {
-	spec    *episodeSpec
-	w       *workerRef
-	run     *wire.RunEpisode
-	learner *actor.PID
-	// claim is taken by whoever ends the episode first: this proxy when
-	// the worker's result arrives, or the scheduler when it re-admits the
-	// episode elsewhere. The loser does nothing, so the episode has one
-	// result.
-	claim     *atomic.Bool
-	decode    chan<- decodeJob
-	cancelled bool
-	done      bool
+// file hands each result of the batch to the learner as a local episode's
+// would be, once: a result whose placement is gone (re-admitted, or from a
+// worker since lost) is dropped. A cancellation the scheduler did not ask
+// for means the worker is leaving: the scheduler re-admits the episode.
+func (j *decodeJob) file(root *actor.RootContext) {
+	for _, d := range j.batch.Done {
+		e := j.placed.get(d.Placement)
+		if e == nil || e.w != j.w {
+			continue
+		}
+		if d.Outcome == wire.Outcome_OUTCOME_CANCELLED && !e.cancelled.Load() {
+			root.Send(j.sched, &readmitEpisode{episode: e.spec.id, placement: d.Placement, attempts: int(d.Attempts)})
+			continue
+		}
+		if !j.placed.take(d.Placement) {
+			continue
+		}
+		j.w.done.Add(1)
+		r := episodeResult(e.spec, d)
+		r.ReportTo = j.sched
+		root.Send(j.learner, r)
+	}
 }
 
-func (p *remoteEpisode) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		p.w.link.out(p.run)
-		ctx.Request(p.w.pid, p.run)
-	case *wire.EpisodeDone:
-		if p.done || m.Episode != p.spec.id {
-			return
-		}
-		p.done = true
-		p.w.link.in(m)
-		if m.Outcome == wire.Outcome_OUTCOME_CANCELLED && !p.cancelled {
-			// Not asked for: the worker is leaving. Played again elsewhere.
-			ctx.Send(ctx.Parent(), &readmitEpisode{episode: p.spec.id, attempts: int(m.Attempts)})
-			return
-		}
-		if !p.claim.CompareAndSwap(false, true) {
-			return
-		}
-		p.w.done.Add(1)
-		p.decode <- decodeJob{spec: p.spec, done: m, reportTo: ctx.Parent(), learner: p.learner}
-		ctx.Stop(ctx.Self())
-	case *Cancel:
-		p.cancelled = true
-		c := &wire.CancelEpisode{Episode: p.spec.id}
-		p.w.link.out(c)
-		ctx.Send(p.w.pid, c)
+// workerLink is a joined worker's end on the trainer: the worker sends
+// its results here, and the link hands them to the decoders.
+type workerLink struct {
+	w       *workerRef
+	decode  chan<- decodeJob
+	placed  *placements
+	sched   *actor.PID
+	learner *actor.PID
+}
+
+func (l *workerLink) Receive(ctx actor.Context) {
+	if b, ok := ctx.Message().(*wire.DoneBatch); ok {
+		l.w.traffic.in(b)
+		l.decode <- decodeJob{batch: b, w: l.w, placed: l.placed, sched: l.sched, learner: l.learner}
 	}
 }
 
@@ -545,8 +632,8 @@ func (r *remoteState) stats() *RemoteStats {
 		WaitedSeconds: r.waited.Seconds()}
 	for _, w := range r.all {
 		st.Workers = append(st.Workers, WorkerStats{Name: w.name, Address: w.pid.Address, Slots: w.slots, Episodes: w.episodes,
-			Done: w.done.Load(), Lost: w.lost, MsgsOut: w.link.msgsOut.Load(), BytesOut: w.link.bytesOut.Load(),
-			MsgsIn: w.link.msgsIn.Load(), BytesIn: w.link.bytesIn.Load()})
+			Done: w.done.Load(), Lost: w.lost, MsgsOut: w.traffic.msgsOut.Load(), BytesOut: w.traffic.bytesOut.Load(),
+			MsgsIn: w.traffic.msgsIn.Load(), BytesIn: w.traffic.bytesIn.Load()})
 	}
 	return st
 }
@@ -588,7 +675,8 @@ func openRemote(system *actor.ActorSystem, cfg Config, deps Deps) (*remote.Remot
 	if rc.OnListen != nil {
 		rc.OnListen(addr)
 	}
-	return rem, &remoteState{cfg: rc, addr: addr, spec: spec, workers: make(map[string]*workerRef), ready: rc.Workers == 0}, nil
+	return rem, &remoteState{cfg: rc, addr: addr, spec: spec, workers: make(map[string]*workerRef), ready: rc.Workers == 0,
+		placed: &placements{m: make(map[uint64]*placed)}}, nil
 }
 
 // farewell asks the scheduler for the workers still joined (a

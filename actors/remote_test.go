@@ -34,9 +34,12 @@ func TestEpisodeResultCrossesTheWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
 			in.Episode = 7
-			d, err := episodeDone(&in)
+			d, err := episodeDone(&in, 11)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if d.Placement != 11 {
+				t.Errorf("placement %d, want 11", d.Placement)
 			}
 			out := episodeResult(spec, d)
 			if out.Kind != in.Kind || out.Attempts != in.Attempts || out.Task != task || out.Group != 3 || out.GroupSize != 8 {
@@ -60,7 +63,7 @@ func TestEpisodeResultCrossesTheWire(t *testing.T) {
 func TestUnreadableResultIsAnInfraFailure(t *testing.T) {
 	spec := &episodeSpec{id: 1, task: &env.Task{ID: "t"}}
 	for _, d := range []*wire.EpisodeDone{
-		{Episode: 1, Outcome: wire.Outcome_OUTCOME_COMPLETED, Trajectory: []byte("{not json")},
+		{Episode: 1, Outcome: wire.Outcome_OUTCOME_COMPLETED, Trajectory: []byte("\xff\xff\xff not a trajectory")},
 		{Episode: 1, Outcome: wire.Outcome(42)},
 	} {
 		if r := episodeResult(spec, d); r.Kind != FailedInfra || !errors.Is(r.Err, env.ErrInfra) {

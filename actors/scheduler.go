@@ -72,7 +72,8 @@ type running struct {
 	// the sandboxes it used on workers lost before.
 	w        *workerRef
 	attempts int
-	claim    *atomic.Bool // a remote episode's (remoteEpisode.claim)
+	// placement is the episode's on its worker (placements).
+	placement uint64
 }
 
 // scheduler admits episodes: at most concurrency at once, in GRPO groups of
@@ -241,7 +242,11 @@ func (s *scheduler) stop(ctx actor.Context) {
 	}
 	s.retry = nil
 	for _, r := range s.byID {
-		ctx.Send(r.pid, &Cancel{})
+		if r.w != nil {
+			s.cancelRemote(ctx, r)
+		} else {
+			ctx.Send(r.pid, &Cancel{})
+		}
 	}
 	s.pump(ctx)
 }
@@ -292,6 +297,9 @@ func (s *scheduler) pump(ctx actor.Context) {
 	}
 	if s.qhead == len(s.queue) {
 		s.queue, s.qhead = s.queue[:0], 0
+	}
+	if s.remote != nil && len(s.remote.dirty) > 0 {
+		s.flush(ctx)
 	}
 	if free := s.freeSlots() - (len(s.queue) - s.qhead); free > 0 && s.budgetLeft() && !s.outstanding && !s.starved {
 		if head := s.gateHeadroom(); head <= 0 {
@@ -346,14 +354,13 @@ func (s *scheduler) place(ctx actor.Context, spec *episodeSpec, attempts int) {
 			s.remote.local++
 		}
 	} else {
-		r.claim = new(atomic.Bool)
-		pid, err := s.placeRemote(ctx, spec, r.w, attempts, r.claim)
+		placement, err := s.placeRemote(spec, r.w, attempts)
 		if err != nil {
 			s.log.Error().Err(err).Msg("episode not sent to its worker; recorded as an infrastructure failure")
 			s.endUnplaced(spec, FailedInfra, attempts, env.Infra(err))
 			return
 		}
-		r.pid = pid
+		r.placement = placement
 	}
 	s.byID[spec.id] = r
 	s.c.Running.Store(int64(len(s.byID)))
@@ -427,7 +434,7 @@ func (s *scheduler) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, ch
 	}
 	sup.StopChildren(child)
 	for id, r := range s.byID {
-		if !r.pid.Equal(child) {
+		if r.w != nil || !r.pid.Equal(child) {
 			continue
 		}
 		s.log.Error().Uint64("episode", id).Interface("reason", reason).Msg("episode actor crashed; recorded as an infrastructure failure")

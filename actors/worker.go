@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -151,20 +152,29 @@ type stopWorker struct{}
 type workerTick struct{}
 
 type workerEpisode struct {
-	pid   *actor.PID
-	proxy *actor.PID
+	pid *actor.PID
+	to  replyTo
 }
 
-// pendingRun is a RunEpisode that arrived before the worker had a policy.
+// replyTo is where an episode's result goes: the worker's link on the
+// trainer, and the episode's placement.
+type replyTo struct {
+	link      *actor.PID
+	placement uint64
+}
+
+// pendingRun is a RunEpisode with its task's record, as it came, or
+// waiting for the worker to be ready.
 type pendingRun struct {
-	run   *wire.RunEpisode
-	proxy *actor.PID
+	run  *wire.RunEpisode
+	task *wire.TaskRecord // nil: the batch had no such task
+	link *actor.PID
 }
 
 // worker is the actor of a rollout worker: it joins the trainer, hosts the
 // episodes it is sent (their supervisor, as the scheduler is on the
-// trainer) with a local replica of the policy, and sends each result back
-// to the episode's proxy on the trainer.
+// trainer) with a local replica of the policy, and sends the results
+// back, in batches, to its link on the trainer.
 type worker struct {
 	cfg       WorkerConfig
 	deps      WorkerDeps
@@ -175,17 +185,20 @@ type worker struct {
 	trainer   *actor.PID // the trainer's scheduler
 	policySrc *actor.PID // the trainer's policy server
 
-	spec      *wire.RunSpec
-	edeps     *episodeDeps
-	server    *actor.PID // the local policy server
-	version   int64
-	pulled    int64 // the newest version asked for
-	havePol   bool
-	waiting   []pendingRun
-	eps       map[uint64]*workerEpisode
-	joined    bool
-	lastTask  *env.Task
-	lastGroup uint64
+	spec    *wire.RunSpec
+	edeps   *episodeDeps
+	server  *actor.PID // the local policy server
+	version int64
+	pulled  int64 // the newest version asked for
+	havePol bool
+	waiting []pendingRun
+	eps     map[uint64]*workerEpisode
+	joined  bool
+	// The last task decoded, and its record: a group's episodes share
+	// one, and come in a row.
+	lastRecord  *wire.TaskRecord
+	lastTask    *env.Task
+	lastTaskErr error
 	// encode is where results go to be encoded and sent (encoders).
 	encode    chan<- encodeJob
 	joinStart time.Time
@@ -213,8 +226,8 @@ func (w *worker) Receive(ctx actor.Context) {
 		w.envOpened(ctx, m)
 	case *wire.PolicyBlob:
 		w.policy(ctx, m)
-	case *wire.RunEpisode:
-		w.runEpisode(ctx, m, ctx.Sender())
+	case *wire.RunBatch:
+		w.runBatch(ctx, m, ctx.Sender())
 	case *wire.CancelEpisode:
 		if e := w.eps[m.Episode]; e != nil {
 			ctx.Send(e.pid, &Cancel{})
@@ -367,7 +380,7 @@ func (w *worker) startWaiting(ctx actor.Context) {
 	waiting := w.waiting
 	w.waiting = nil
 	for _, p := range waiting {
-		w.runEpisode(ctx, p.run, p.proxy)
+		w.runEpisode(ctx, p)
 	}
 }
 
@@ -410,39 +423,60 @@ func (w *worker) policy(ctx actor.Context, m *wire.PolicyBlob) {
 	w.startWaiting(ctx)
 }
 
-// runEpisode starts an episode the trainer sent, as a child whose result
-// comes back to the worker (its learner, here) as an *EpisodeResult.
-func (w *worker) runEpisode(ctx actor.Context, m *wire.RunEpisode, proxy *actor.PID) {
-	if proxy == nil {
+// runBatch starts the episodes of a batch the trainer sent from link.
+func (w *worker) runBatch(ctx actor.Context, b *wire.RunBatch, link *actor.PID) {
+	if link == nil {
 		return
 	}
+	for _, m := range b.Runs {
+		p := pendingRun{run: m, link: link}
+		if i := int(m.Task); i >= 0 && i < len(b.Tasks) {
+			p.task = b.Tasks[i]
+		}
+		w.runEpisode(ctx, p)
+	}
+}
+
+// runEpisode starts an episode the trainer sent, as a child whose result
+// comes back to the worker (its learner, here) as an *EpisodeResult.
+func (w *worker) runEpisode(ctx actor.Context, p pendingRun) {
+	m, to := p.run, replyTo{link: p.link, placement: p.run.Placement}
 	if w.ending != "" || !w.joined {
-		w.answer(ctx, proxy, &EpisodeResult{Episode: m.Episode, Kind: Cancelled, Attempts: int(m.Attempts),
+		w.answer(to, &EpisodeResult{Episode: m.Episode, Kind: Cancelled, Attempts: int(m.Attempts),
 			Err: fmt.Errorf("the worker is ending (%s): %w", w.ending, context.Canceled)})
 		return
 	}
 	if !w.ready() {
-		w.waiting = append(w.waiting, pendingRun{run: m, proxy: proxy})
+		// The environment decides how tasks are read: wait for it.
+		w.waiting = append(w.waiting, p)
+		return
+	}
+	task, err := w.task(p.task)
+	if err != nil {
+		w.answer(to, &EpisodeResult{Episode: m.Episode, Kind: FailedInfra, Attempts: int(m.Attempts),
+			Err: env.Infra(fmt.Errorf("episode %d: decode task: %w", m.Episode, err))})
 		return
 	}
 	if m.PolicyVersion > w.version {
 		w.pull(ctx, m.PolicyVersion)
 	}
-	// A group's episodes share their task, and come in a row.
-	task, err := w.lastTask, error(nil)
-	if m.Group != w.lastGroup || task == nil {
-		task, err = w.deps.Codec.DecodeTask(m.Task, m.Oracle)
-		w.lastTask, w.lastGroup = task, m.Group
-	}
-	if err != nil {
-		w.answer(ctx, proxy, &EpisodeResult{Episode: m.Episode, Kind: FailedInfra, Attempts: int(m.Attempts),
-			Err: env.Infra(fmt.Errorf("episode %d: decode task: %w", m.Episode, err))})
-		return
-	}
 	spec := &episodeSpec{id: m.Episode, group: m.Group, groupSize: int(m.GroupSize), task: task}
 	pid := ctx.Spawn(newEpisodePropsAfter(spec, w.edeps, int(m.Attempts)))
-	w.eps[m.Episode] = &workerEpisode{pid: pid, proxy: proxy}
+	w.eps[m.Episode] = &workerEpisode{pid: pid, to: to}
 	w.sum.Episodes++
+}
+
+// task decodes a task's record, once for the episodes of a batch that
+// share it.
+func (w *worker) task(rec *wire.TaskRecord) (*env.Task, error) {
+	if rec == nil {
+		return nil, errors.New("the batch has no such task")
+	}
+	if rec != w.lastRecord {
+		w.lastTask, w.lastTaskErr = w.deps.Codec.DecodeTask(rec.Record, rec.Oracle)
+		w.lastRecord = rec
+	}
+	return w.lastTask, w.lastTaskErr
 }
 
 func (w *worker) episodeEnded(ctx actor.Context, r *EpisodeResult) {
@@ -451,14 +485,15 @@ func (w *worker) episodeEnded(ctx actor.Context, r *EpisodeResult) {
 		return
 	}
 	delete(w.eps, r.Episode)
-	w.answer(ctx, e.proxy, r)
+	w.answer(e.to, r)
 	if w.ending != "" && len(w.eps) == 0 {
 		w.ended(ctx)
 	}
 }
 
-// answer sends an episode's result to its proxy on the trainer.
-func (w *worker) answer(ctx actor.Context, proxy *actor.PID, r *EpisodeResult) {
+// answer queues an episode's result for the encoders, which send it to
+// the episode's link on the trainer.
+func (w *worker) answer(to replyTo, r *EpisodeResult) {
 	switch r.Kind {
 	case Completed:
 		w.sum.Completed++
@@ -467,37 +502,76 @@ func (w *worker) answer(ctx actor.Context, proxy *actor.PID, r *EpisodeResult) {
 	case Cancelled:
 		w.sum.Cancelled++
 	}
-	w.encode <- encodeJob{proxy: proxy, result: r}
+	w.encode <- encodeJob{to: to, result: r}
 }
 
-// encodeJob is an episode's result to encode and send to its proxy.
+// encodeJob is an episode's result to encode and send.
 type encodeJob struct {
-	proxy  *actor.PID
+	to     replyTo
 	result *EpisodeResult
 }
 
+// maxDoneBatch is the most results one DoneBatch carries.
+const maxDoneBatch = 256
+
 // encoders encode results on long-lived goroutines, one a CPU, so that
 // the worker's actor, which every episode's start and end goes through,
-// does not also write every trajectory's JSON. The returned func closes
-// the queue and waits until every result queued has been sent.
+// does not also encode every trajectory. Each sends what is queued when it
+// is free, up to maxDoneBatch results, as one DoneBatch a link: under load
+// the batches grow, and a lone result goes at once. The returned func
+// closes the queue and waits until every result queued has been sent.
 func encoders(root *actor.RootContext, log zerolog.Logger) (chan<- encodeJob, func()) {
 	jobs := make(chan encodeJob, 1024)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
+			var batch []encodeJob
 			for j := range jobs {
-				d, err := episodeDone(j.result)
-				if err != nil {
-					log.Error().Err(err).Msg("result not sent; the trainer will count the episode as lost")
-					continue
+				batch = append(batch[:0], j)
+			more:
+				for len(batch) < maxDoneBatch {
+					select {
+					case j, ok := <-jobs:
+						if !ok {
+							break more
+						}
+						batch = append(batch, j)
+					default:
+						break more
+					}
 				}
-				root.Send(j.proxy, d)
+				sendDone(root, log, batch)
 			}
 		})
 	}
 	return jobs, func() {
 		close(jobs)
 		wg.Wait()
+	}
+}
+
+// sendDone encodes the results and sends them, one DoneBatch a link.
+func sendDone(root *actor.RootContext, log zerolog.Logger, jobs []encodeJob) {
+	type out struct {
+		link  *actor.PID
+		batch *wire.DoneBatch
+	}
+	var outs []out
+	for _, j := range jobs {
+		d, err := episodeDone(j.result, j.to.placement)
+		if err != nil {
+			log.Error().Err(err).Msg("result not sent; the trainer will count the episode as lost")
+			continue
+		}
+		i := slices.IndexFunc(outs, func(o out) bool { return o.link == j.to.link })
+		if i < 0 {
+			i = len(outs)
+			outs = append(outs, out{link: j.to.link, batch: &wire.DoneBatch{Done: make([]*wire.EpisodeDone, 0, len(jobs))}})
+		}
+		outs[i].batch.Done = append(outs[i].batch.Done, d)
+	}
+	for _, o := range outs {
+		root.Send(o.link, o.batch)
 	}
 }
 
@@ -513,7 +587,7 @@ func (w *worker) end(ctx actor.Context, reason string, err error, rejoin bool) {
 		ctx.Send(e.pid, &Cancel{})
 	}
 	for _, p := range w.waiting {
-		w.answer(ctx, p.proxy, &EpisodeResult{Episode: p.run.Episode, Kind: Cancelled, Attempts: int(p.run.Attempts),
+		w.answer(replyTo{link: p.link, placement: p.run.Placement}, &EpisodeResult{Episode: p.run.Episode, Kind: Cancelled, Attempts: int(p.run.Attempts),
 			Err: fmt.Errorf("the worker is ending (%s): %w", reason, context.Canceled)})
 	}
 	w.waiting = nil
@@ -547,7 +621,7 @@ func (w *worker) ended(ctx actor.Context) {
 // HandleFailure supervises the worker's episodes as the scheduler does on
 // the trainer: an infrastructure fault restarts the episode in a fresh
 // sandbox while attempts are left; a crash ends it as an infrastructure
-// failure, reported to its proxy.
+// failure, reported to its link.
 func (w *worker) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, _ any) {
 	if _, ok := reason.(*infraFault); ok && w.edeps != nil && rs.FailureCount() < w.edeps.maxAttempts-1 {
 		rs.Fail()

@@ -9,4 +9,4 @@ package wire
 
 // Schema is the version of frog.proto's messages this frog speaks. A
 // worker whose Join names another is refused.
-const Schema = 1
+const Schema = 2

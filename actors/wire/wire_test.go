@@ -43,40 +43,66 @@ func TestEveryMessageRoundTrips(t *testing.T) {
 }
 
 // fill sets every field of m to a value that is not its zero, nested
-// messages included (to depth 3).
+// messages included (to depth 3), and two elements of every list.
 func fill(m protoreflect.Message, depth int) {
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		var v protoreflect.Value
-		switch fd.Kind() {
-		case protoreflect.BoolKind:
-			v = protoreflect.ValueOfBool(true)
-		case protoreflect.StringKind:
-			v = protoreflect.ValueOfString("s-" + string(fd.Name()))
-		case protoreflect.BytesKind:
-			v = protoreflect.ValueOfBytes([]byte{0, 1, 2, 255})
-		case protoreflect.Int32Kind:
-			v = protoreflect.ValueOfInt32(-7)
-		case protoreflect.Int64Kind:
-			v = protoreflect.ValueOfInt64(-1 << 40)
-		case protoreflect.Uint32Kind:
-			v = protoreflect.ValueOfUint32(7)
-		case protoreflect.Uint64Kind:
-			v = protoreflect.ValueOfUint64(1 << 60)
-		case protoreflect.EnumKind:
-			vals := fd.Enum().Values()
-			v = protoreflect.ValueOfEnum(vals.Get(vals.Len() - 1).Number())
-		case protoreflect.MessageKind:
-			if depth > 3 {
+		if fd.IsList() {
+			if fd.Kind() == protoreflect.MessageKind && depth > 3 {
 				continue
 			}
-			sub := m.NewField(fd).Message()
-			fill(sub, depth+1)
-			v = protoreflect.ValueOfMessage(sub)
-		default:
+			list := m.NewField(fd).List()
+			for range 2 {
+				if fd.Kind() == protoreflect.MessageKind {
+					sub := list.NewElement().Message()
+					fill(sub, depth+1)
+					list.Append(protoreflect.ValueOfMessage(sub))
+				} else if v, ok := scalar(fd); ok {
+					list.Append(v)
+				}
+			}
+			m.Set(fd, protoreflect.ValueOfList(list))
 			continue
 		}
-		m.Set(fd, v)
+		if fd.Kind() == protoreflect.MessageKind {
+			if depth <= 3 {
+				sub := m.NewField(fd).Message()
+				fill(sub, depth+1)
+				m.Set(fd, protoreflect.ValueOfMessage(sub))
+			}
+			continue
+		}
+		if v, ok := scalar(fd); ok {
+			m.Set(fd, v)
+		}
 	}
+}
+
+// scalar is a value of fd's kind that is not its zero.
+func scalar(fd protoreflect.FieldDescriptor) (protoreflect.Value, bool) {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true), true
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString("s-" + string(fd.Name())), true
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte{0, 1, 2, 255}), true
+	case protoreflect.Int32Kind:
+		return protoreflect.ValueOfInt32(-7), true
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(-1 << 40), true
+	case protoreflect.Uint32Kind:
+		return protoreflect.ValueOfUint32(7), true
+	case protoreflect.Uint64Kind:
+		return protoreflect.ValueOfUint64(1 << 60), true
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(0.25), true
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(-0.125), true
+	case protoreflect.EnumKind:
+		vals := fd.Enum().Values()
+		return protoreflect.ValueOfEnum(vals.Get(vals.Len() - 1).Number()), true
+	}
+	return protoreflect.Value{}, false
 }

@@ -61,7 +61,7 @@ Timings on a shared machine drift: compare the ratio, not absolute figures.`,
 		},
 		RunE: func(c *cobra.Command, _ []string) error { return runBench(c.Context(), g, o) },
 	}
-	c.AddCommand(newBenchSandboxCmd(g), newBenchSynthCmd(g), newBenchTriesCmd(g), newBenchLLMCmd(g))
+	c.AddCommand(newBenchSandboxCmd(g), newBenchSynthCmd(g), newBenchTriesCmd(g), newBenchLLMCmd(g), newBenchWorkersCmd(g))
 	f := c.Flags()
 	f.Int64Var(&o.episodes, "episodes", 200000, "episodes per throughput run")
 	f.IntVar(&o.concurrency, "concurrency", 10000, "concurrent episodes in throughput runs")

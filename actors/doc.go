@@ -57,16 +57,18 @@
 //
 // With Deps.Remote, Run listens on protoactor-go's remote and admits
 // episodes onto joined rollout workers as well as its own slots, by free
-// capacity. An episode placed on a worker is a proxy actor on the trainer,
-// which the scheduler and the learner see as the episode's actor; Work is
-// the worker's side: it joins, plays the episodes it is sent with the same
-// episode actor as in one process, a policy replica it pulls once per
-// version and its own sandboxes, and sends each result back. Only
-// actors/wire's protobuf messages cross. The scheduler watches each worker
+// capacity. The scheduler sends each worker, once an admission round,
+// the episodes it placed there (a RunBatch, from the worker's link actor
+// on the trainer); Work is the worker's side: it joins, plays the episodes
+// it is sent with the same episode actor as in one process, a policy
+// replica it pulls once per version and its own sandboxes, and sends the
+// results back in batches to its link, whose decoders hand the learner
+// each as a local episode's EpisodeResult. Only actors/wire's protobuf
+// messages cross. The scheduler watches each worker
 // and hears its heartbeat; a worker that dies, falls silent or leaves has
 // its running episodes re-admitted elsewhere (each lost attempt counted
 // against Config.MaxAttempts), and exactly one result per episode is filed
-// (the proxy and the scheduler race for one claim). A worker whose trainer
+// (a decoder and the scheduler race to take its placement). A worker whose trainer
 // dies or falls silent cancels its episodes, closes their sandboxes and
 // returns ErrTrainerLost. Every process hosts at most one remote: its
 // start is not safe twice in a process (docs/remote.md).

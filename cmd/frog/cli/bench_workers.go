@@ -317,8 +317,9 @@ func printWorkersBench(w io.Writer, o *benchWorkersOptions, setups []workersSetu
 		return err
 	}
 	if len(setups) > 1 && setups[1].TrainerCPUMicros > 0 {
-		fmt.Fprintf(w, "\nOne trainer core takes about %.0f simulated episodes/s from workers (1e6 / its CPU an episode with 1 worker).\n",
-			1e6/setups[1].TrainerCPUMicros)
+		fmt.Fprintf(w, "\nWith 1 worker the trainer spent %.1f µs of CPU an episode: one trainer core takes at most about %.0f episodes/s\n"+
+			"from workers (at low --concurrency most of that CPU is waiting, not work, and the bound is loose).\n",
+			setups[1].TrainerCPUMicros, 1e6/setups[1].TrainerCPUMicros)
 	}
 	return nil
 }

@@ -66,10 +66,11 @@ type trainLLMReport struct {
 }
 
 func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
-	if o.Remote.Listen != "" {
-		return usagef("--listen: an LLM policy (--policy openai) does not run on workers yet; the built-in policy does")
-	}
 	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	remote, err := o.trainRemote(log)
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func runTrainLLM(ctx context.Context, g *globals, o *trainOptions) error {
 	var timings openai.Timings
 	deps := actors.Deps{
 		Provider: prov, Learner: learner, Source: src, Curriculum: cur, Harness: tenv.Harness, Log: runLog,
-		Counters: new(actors.Counters), OnUpdate: dir.OnUpdate(log), OnCurriculum: dir.OnCurriculum(log),
+		Counters: new(actors.Counters), OnUpdate: dir.OnUpdate(log), OnCurriculum: dir.OnCurriculum(log), Remote: remote,
 		OnEpisode: func(r *actors.EpisodeResult) {
 			if r.Trajectory != nil {
 				timings.Add(r.Trajectory)

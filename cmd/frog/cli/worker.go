@@ -19,6 +19,7 @@ import (
 	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy"
 	"github.com/frognano/frog/policy/neural"
+	"github.com/frognano/frog/policy/openai"
 	policysim "github.com/frognano/frog/policy/sim"
 )
 
@@ -84,15 +85,29 @@ type realWorkerEnv struct {
 	Restore int            `json:"restore_stmt,omitempty"`
 }
 
-// realCodec carries real tasks (their records) and the built-in neural
-// policy to workers.
+// realCodec carries real tasks (their records) and the policy to workers:
+// the built-in network's weights, or an LLM policy's configuration (the
+// worker calls the model servers itself).
 type realCodec struct {
 	actors.JSONTasks
-	neural.PolicyCodec
+}
+
+func (realCodec) EncodePolicy(p policy.Policy) (string, []byte, error) {
+	if _, ok := p.(*openai.Policy); ok {
+		return openai.PolicyCodec{}.EncodePolicy(p)
+	}
+	return neural.PolicyCodec{}.EncodePolicy(p)
+}
+
+func (realCodec) DecodePolicy(kind string, b []byte) (policy.Policy, error) {
+	if kind == openai.PolicyKind {
+		return openai.PolicyCodec{}.DecodePolicy(kind, b)
+	}
+	return neural.PolicyCodec{}.DecodePolicy(kind, b)
 }
 
 // trainRemote is `frog train --listen`'s actors.Remote: its workers play
-// real tasks with the built-in policy.
+// real tasks with the run's policy, the built-in one or an LLM.
 func (o *trainOptions) trainRemote(log zerolog.Logger) (*actors.Remote, error) {
 	if o.Remote.Listen != "" && o.Replay.Env == envReplay {
 		return nil, usagef("--listen plays real tasks on workers: not with --env replay")
@@ -144,9 +159,10 @@ its episodes, closes their sandboxes and exits 1. At the end of the run it
 exits 0. Interrupting it (Ctrl-C) tells the trainer it leaves: its episodes
 are played again elsewhere.
 
-A worker plays frog train's real tasks with the built-in policy, and frog
-sim's simulated sandboxes and agent; LLM policies (--policy openai) do not
-run on workers yet (docs/remote.md).`,
+A worker plays frog train's real tasks with the built-in policy or with an
+LLM (frog train --policy openai: the worker calls the model servers itself,
+with the API key of its own environment variable, --api-key-env on the
+trainer), and frog sim's simulated sandboxes and agent (docs/cluster.md).`,
 		Example: `  frog train --listen 127.0.0.1:7450 --concurrency 8 --local-slots 0 --await-workers 2 --sandbox process
   frog worker --join 127.0.0.1:7450 --slots 4
   frog sim --listen 127.0.0.1:7450 --local-slots 0 --await-workers 2 --episodes 200000 --concurrency 2000

@@ -17,6 +17,7 @@ import (
 
 	"github.com/frognano/frog/actors"
 	"github.com/frognano/frog/cmd/frog/cli"
+	"github.com/frognano/frog/policy/openai/openaitest"
 )
 
 // freeAddr is a loopback address with a port free a moment ago.
@@ -244,13 +245,7 @@ func TestTrainWithDockerWorkers(t *testing.T) {
 // episode on two workers of the sandbox kind; it returns the directory,
 // the environment and the tiny module's path, for more runs.
 func trainWithWorkers(t *testing.T, kind string) (dir string, env []string, tiny string) {
-	tiny, caches := tinyAndCaches(t)
-	dir = t.TempDir()
-	env = append(caches, "GOPROXY=off", "GOTOOLCHAIN=local")
-	synth := startFrogIn(t, dir, env, "synth", "--source", tiny, "--n", "3", "--out", "tasks.jsonl", "--min-timeout", "5s", "--log-level", "warn")
-	if code := synth.wait(t, 5*time.Minute); code != 0 {
-		t.Fatalf("frog synth exited %d:\n%s\n%s", code, synth.stderr.String(), synth.stdout.String())
-	}
+	dir, env, tiny = tinyTasks(t)
 	addr := freeAddr(t)
 	trainer := startFrogIn(t, dir, env, "train", "--tasks", "tasks.jsonl", "--local", tiny, "--workspaces", "ws", "--heldout", "tasks.jsonl",
 		"--heldout-n", "1", "--baselines", "fl-feedback", "--episodes", "12", "--group-size", "2", "--groups-per-update", "1",
@@ -282,6 +277,60 @@ func trainWithWorkers(t *testing.T, kind string) (dir string, env []string, tiny
 		t.Errorf("learner %+v: want the 12 results filed and updates made", rep.Learner)
 	}
 	return dir, env, tiny
+}
+
+// tinyTasks synthesizes three tasks from the tiny module into
+// tasks.jsonl of a fresh directory; it returns the directory, the
+// environment frog runs with there and the module's path.
+func tinyTasks(t *testing.T) (dir string, env []string, tiny string) {
+	tiny, caches := tinyAndCaches(t)
+	dir = t.TempDir()
+	env = append(caches, "GOPROXY=off", "GOTOOLCHAIN=local")
+	synth := startFrogIn(t, dir, env, "synth", "--source", tiny, "--n", "3", "--out", "tasks.jsonl", "--min-timeout", "5s", "--log-level", "warn")
+	if code := synth.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("frog synth exited %d:\n%s\n%s", code, synth.stderr.String(), synth.stdout.String())
+	}
+	return dir, env, tiny
+}
+
+// An LLM policy plays on a worker: the worker calls the model server
+// itself, and the trainer exports every trajectory it sends back, model
+// turns included.
+func TestTrainLLMWithWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	dir, env, tiny := tinyTasks(t)
+	srv := openaitest.New(func(openaitest.Request) openaitest.Reply {
+		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("submit", "{}")}}
+	})
+	defer srv.Close()
+	addr := freeAddr(t)
+	trainer := startFrogIn(t, dir, env, "train", "--policy", "openai", "--base-url", srv.BaseURL(), "--model", "test-model", "--tasks", "tasks.jsonl",
+		"--local", tiny, "--workspaces", "ws", "--episodes", "8", "--group-size", "2", "--groups-per-update", "2", "--concurrency", "4",
+		"--sandbox", "process", "--max-turns", "4", "--run-dir", "run", "--json", "--log-level", "warn",
+		"--listen", addr, "--local-slots", "0", "--await-workers", "1")
+	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "4", "--name", "w1", "--workspaces", "ws-w1")
+	if code := trainer.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("trainer exited %d; stderr:\n%s\nworker:\n%s", code, trainer.stderr.String(), worker.stderr.String())
+	}
+	var rep struct {
+		trainerSummary
+		Exported int64 `json:"exported"`
+	}
+	if err := json.Unmarshal(trainer.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("trainer's summary: %v\n%s", err, trainer.stdout.String())
+	}
+	e, rs := rep.Episodes, rep.Scheduler.Remote
+	if !e.Accounted || e.Admitted != 8 || e.Completed != 8 || rep.Exported != 8 {
+		t.Errorf("episodes %+v, %d exported: want 8 completed and exported", e, rep.Exported)
+	}
+	if rs == nil || rs.Joined != 1 || rs.Local != 0 || len(rs.Workers) != 1 || rs.Workers[0].Done != 8 {
+		t.Fatalf("remote %+v: want every episode on the worker", rs)
+	}
+	if n := srv.Requests(); n < 8 {
+		t.Errorf("the model server got %d requests, want one an episode at least", n)
+	}
 }
 
 // A worker killed with SIGKILL mid-run: the trainer notices, re-admits its

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/frognano/frog/actors/wire"
 	"github.com/frognano/frog/env"
@@ -87,12 +88,18 @@ func wireError(err error) (wire.ErrorKind, string) {
 	case err == nil:
 		return wire.ErrorKind_ERROR_NONE, ""
 	case errors.Is(err, context.Canceled):
-		return wire.ErrorKind_ERROR_CANCELLED, err.Error()
+		return wire.ErrorKind_ERROR_CANCELLED, wireText(err.Error())
 	case errors.Is(err, env.ErrInfra):
-		return wire.ErrorKind_ERROR_INFRA, err.Error()
+		return wire.ErrorKind_ERROR_INFRA, wireText(err.Error())
 	}
-	return wire.ErrorKind_ERROR_OTHER, err.Error()
+	return wire.ErrorKind_ERROR_OTHER, wireText(err.Error())
 }
+
+// wireText makes a message fit a protobuf string, which must be UTF-8:
+// an error may quote a command's output, which need not be. Invalid
+// bytes become U+FFFD, as in a trajectory's JSON; a message that did not
+// fit would make the whole batch it travels in fail to encode.
+func wireText(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // remoteError is an error that came from a worker: its message, and the
 // kind it had there.

@@ -440,7 +440,7 @@ func (s *scheduler) workerLost(ctx actor.Context, w *workerRef, reason string, t
 	// Its late results are not read: the placements are gone.
 	s.deps.root.Stop(w.link)
 	if tell {
-		leave := &wire.Leave{Reason: "the trainer counted this worker as lost: " + reason, Rejoin: true}
+		leave := &wire.Leave{Reason: wireText("the trainer counted this worker as lost: " + reason), Rejoin: true}
 		w.traffic.out(leave)
 		ctx.Send(w.pid, leave)
 	}
@@ -647,7 +647,7 @@ func (s *policyServer) answerPull(ctx actor.Context) {
 	if s.blob == nil || s.blob.Version != s.version {
 		kind, weights, err := s.codec.EncodePolicy(s.pol)
 		if err != nil {
-			ctx.Respond(&wire.Leave{Reason: fmt.Sprintf("the trainer cannot encode policy version %d: %v", s.version, err)})
+			ctx.Respond(&wire.Leave{Reason: wireText(fmt.Sprintf("the trainer cannot encode policy version %d: %v", s.version, err))})
 			return
 		}
 		s.blob = &wire.PolicyBlob{Version: s.version, Kind: kind, Weights: weights}

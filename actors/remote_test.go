@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/frognano/frog/actors/wire"
 	"github.com/frognano/frog/env"
 )
@@ -30,6 +32,7 @@ func TestEpisodeResultCrossesTheWire(t *testing.T) {
 		{"completed", EpisodeResult{Kind: Completed, Trajectory: traj, Attempts: 2}, nil},
 		{"infra", EpisodeResult{Kind: FailedInfra, Attempts: 3, Err: env.Infra(errors.New("sandbox crashed"))}, env.ErrInfra},
 		{"cancelled", EpisodeResult{Kind: Cancelled, Attempts: 1, Err: fmt.Errorf("stop: %w", context.Canceled)}, context.Canceled},
+		{"not utf-8", EpisodeResult{Kind: FailedInfra, Attempts: 1, Err: env.Infra(errors.New("go test said \xff\xfe"))}, env.ErrInfra},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -45,7 +48,10 @@ func TestEpisodeResultCrossesTheWire(t *testing.T) {
 			if out.Kind != in.Kind || out.Attempts != in.Attempts || out.Task != task || out.Group != 3 || out.GroupSize != 8 {
 				t.Errorf("got %+v from %+v", out, in)
 			}
-			if (in.Err == nil) != (out.Err == nil) || in.Err != nil && (out.Err.Error() != in.Err.Error() || !errors.Is(out.Err, tc.is)) {
+			if _, err := proto.Marshal(&wire.DoneBatch{Done: []*wire.EpisodeDone{d}}); err != nil {
+				t.Errorf("the result does not encode: %v", err)
+			}
+			if (in.Err == nil) != (out.Err == nil) || in.Err != nil && (out.Err.Error() != wireText(in.Err.Error()) || !errors.Is(out.Err, tc.is)) {
 				t.Errorf("error %v, want %v (is %v)", out.Err, in.Err, tc.is)
 			}
 			if in.Trajectory != nil {

@@ -354,7 +354,7 @@ type envOpened struct {
 
 func (w *worker) envOpened(ctx actor.Context, m *envOpened) {
 	if m.err != nil {
-		ctx.Request(w.trainer, &wire.Leave{Reason: "the worker cannot open environment " + w.spec.Env + ": " + m.err.Error()})
+		ctx.Request(w.trainer, &wire.Leave{Reason: wireText("the worker cannot open environment " + w.spec.Env + ": " + m.err.Error())})
 		w.end(ctx, "environment", fmt.Errorf("open environment %q: %w", w.spec.Env, m.err), false)
 		return
 	}
@@ -401,7 +401,7 @@ func (w *worker) policy(ctx actor.Context, m *wire.PolicyBlob) {
 	}
 	pol, err := w.deps.Codec.DecodePolicy(m.Kind, m.Weights)
 	if err != nil {
-		ctx.Request(w.trainer, &wire.Leave{Reason: "the worker cannot decode the policy: " + err.Error()})
+		ctx.Request(w.trainer, &wire.Leave{Reason: wireText("the worker cannot decode the policy: " + err.Error())})
 		w.end(ctx, "policy", fmt.Errorf("decode policy version %d: %w", m.Version, err), false)
 		return
 	}

@@ -542,6 +542,8 @@ func (x *DoneBatch) GetDone() []*EpisodeDone {
 }
 
 // Trajectory is env.Trajectory: the record of one attempt at a task.
+// Text that comes from a sandbox or an agent is bytes, not string: it
+// need not be UTF-8, and crosses as it is.
 type Trajectory struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Task                string                 `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
@@ -550,7 +552,7 @@ type Trajectory struct {
 	Steps               []*Step                `protobuf:"bytes,4,rep,name=steps,proto3" json:"steps,omitempty"`
 	Reward              float64                `protobuf:"fixed64,5,opt,name=reward,proto3" json:"reward,omitempty"`
 	Submitted           bool                   `protobuf:"varint,6,opt,name=submitted,proto3" json:"submitted,omitempty"`
-	RewardHackSuspected string                 `protobuf:"bytes,7,opt,name=reward_hack_suspected,json=rewardHackSuspected,proto3" json:"reward_hack_suspected,omitempty"`
+	RewardHackSuspected []byte                 `protobuf:"bytes,7,opt,name=reward_hack_suspected,json=rewardHackSuspected,proto3" json:"reward_hack_suspected,omitempty"`
 	Executions          int32                  `protobuf:"varint,8,opt,name=executions,proto3" json:"executions,omitempty"`
 	Tries               int32                  `protobuf:"varint,9,opt,name=tries,proto3" json:"tries,omitempty"`
 	unknownFields       protoimpl.UnknownFields
@@ -629,11 +631,11 @@ func (x *Trajectory) GetSubmitted() bool {
 	return false
 }
 
-func (x *Trajectory) GetRewardHackSuspected() string {
+func (x *Trajectory) GetRewardHackSuspected() []byte {
 	if x != nil {
 		return x.RewardHackSuspected
 	}
-	return ""
+	return nil
 }
 
 func (x *Trajectory) GetExecutions() int32 {
@@ -650,28 +652,28 @@ func (x *Trajectory) GetTries() int32 {
 	return 0
 }
 
-// Step is env.Step: an action (fields 1 to 15) and its result (16 on).
+// Step is env.Step: an action (fields 1 to 16) and its result (17 on).
 type Step struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Tool       uint32                 `protobuf:"varint,1,opt,name=tool,proto3" json:"tool,omitempty"`
-	Path       string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Old        string                 `protobuf:"bytes,3,opt,name=old,proto3" json:"old,omitempty"`
-	New        string                 `protobuf:"bytes,4,opt,name=new,proto3" json:"new,omitempty"`
+	Path       []byte                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Old        []byte                 `protobuf:"bytes,3,opt,name=old,proto3" json:"old,omitempty"`
+	New        []byte                 `protobuf:"bytes,4,opt,name=new,proto3" json:"new,omitempty"`
 	Version    int64                  `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
 	Logprob    float64                `protobuf:"fixed64,6,opt,name=logprob,proto3" json:"logprob,omitempty"`
 	Decision   *Decision              `protobuf:"bytes,7,opt,name=decision,proto3" json:"decision,omitempty"`
 	StartLine  int32                  `protobuf:"varint,9,opt,name=start_line,json=startLine,proto3" json:"start_line,omitempty"`
 	EndLine    int32                  `protobuf:"varint,10,opt,name=end_line,json=endLine,proto3" json:"end_line,omitempty"`
-	Query      string                 `protobuf:"bytes,11,opt,name=query,proto3" json:"query,omitempty"`
-	Tests      []string               `protobuf:"bytes,12,rep,name=tests,proto3" json:"tests,omitempty"`
+	Query      []byte                 `protobuf:"bytes,11,opt,name=query,proto3" json:"query,omitempty"`
+	Tests      [][]byte               `protobuf:"bytes,12,rep,name=tests,proto3" json:"tests,omitempty"`
 	Lines      []*Line                `protobuf:"bytes,13,rep,name=lines,proto3" json:"lines,omitempty"`
 	Candidates []int64                `protobuf:"varint,14,rep,packed,name=candidates,proto3" json:"candidates,omitempty"`
-	Mistake    string                 `protobuf:"bytes,15,opt,name=mistake,proto3" json:"mistake,omitempty"`
+	Mistake    []byte                 `protobuf:"bytes,15,opt,name=mistake,proto3" json:"mistake,omitempty"`
 	// turn is env.Turn as JSON (the language-model call behind the action),
 	// empty when there is none.
 	Turn       []byte `protobuf:"bytes,16,opt,name=turn,proto3" json:"turn,omitempty"`
-	Output     string `protobuf:"bytes,17,opt,name=output,proto3" json:"output,omitempty"`
-	Error      string `protobuf:"bytes,18,opt,name=error,proto3" json:"error,omitempty"`
+	Output     []byte `protobuf:"bytes,17,opt,name=output,proto3" json:"output,omitempty"`
+	Error      []byte `protobuf:"bytes,18,opt,name=error,proto3" json:"error,omitempty"`
 	ExitCode   int64  `protobuf:"varint,19,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Executions int64  `protobuf:"varint,20,opt,name=executions,proto3" json:"executions,omitempty"`
 	Cached     bool   `protobuf:"varint,21,opt,name=cached,proto3" json:"cached,omitempty"`
@@ -721,25 +723,25 @@ func (x *Step) GetTool() uint32 {
 	return 0
 }
 
-func (x *Step) GetPath() string {
+func (x *Step) GetPath() []byte {
 	if x != nil {
 		return x.Path
 	}
-	return ""
+	return nil
 }
 
-func (x *Step) GetOld() string {
+func (x *Step) GetOld() []byte {
 	if x != nil {
 		return x.Old
 	}
-	return ""
+	return nil
 }
 
-func (x *Step) GetNew() string {
+func (x *Step) GetNew() []byte {
 	if x != nil {
 		return x.New
 	}
-	return ""
+	return nil
 }
 
 func (x *Step) GetVersion() int64 {
@@ -777,14 +779,14 @@ func (x *Step) GetEndLine() int32 {
 	return 0
 }
 
-func (x *Step) GetQuery() string {
+func (x *Step) GetQuery() []byte {
 	if x != nil {
 		return x.Query
 	}
-	return ""
+	return nil
 }
 
-func (x *Step) GetTests() []string {
+func (x *Step) GetTests() [][]byte {
 	if x != nil {
 		return x.Tests
 	}
@@ -805,11 +807,11 @@ func (x *Step) GetCandidates() []int64 {
 	return nil
 }
 
-func (x *Step) GetMistake() string {
+func (x *Step) GetMistake() []byte {
 	if x != nil {
 		return x.Mistake
 	}
-	return ""
+	return nil
 }
 
 func (x *Step) GetTurn() []byte {
@@ -819,18 +821,18 @@ func (x *Step) GetTurn() []byte {
 	return nil
 }
 
-func (x *Step) GetOutput() string {
+func (x *Step) GetOutput() []byte {
 	if x != nil {
 		return x.Output
 	}
-	return ""
+	return nil
 }
 
-func (x *Step) GetError() string {
+func (x *Step) GetError() []byte {
 	if x != nil {
 		return x.Error
 	}
-	return ""
+	return nil
 }
 
 func (x *Step) GetExitCode() int64 {
@@ -948,7 +950,7 @@ func (x *Decision) GetTemperature() float64 {
 // Line is env.Line.
 type Line struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	File          string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	File          []byte                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
 	Line          int64                  `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -984,11 +986,11 @@ func (*Line) Descriptor() ([]byte, []int) {
 	return file_frog_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *Line) GetFile() string {
+func (x *Line) GetFile() []byte {
 	if x != nil {
 		return x.File
 	}
-	return ""
+	return nil
 }
 
 func (x *Line) GetLine() int64 {
@@ -1265,16 +1267,16 @@ const file_frog_proto_rawDesc = "" +
 	"\x05steps\x18\x04 \x03(\v2\x12.frog.wire.v1.StepR\x05steps\x12\x16\n" +
 	"\x06reward\x18\x05 \x01(\x01R\x06reward\x12\x1c\n" +
 	"\tsubmitted\x18\x06 \x01(\bR\tsubmitted\x122\n" +
-	"\x15reward_hack_suspected\x18\a \x01(\tR\x13rewardHackSuspected\x12\x1e\n" +
+	"\x15reward_hack_suspected\x18\a \x01(\fR\x13rewardHackSuspected\x12\x1e\n" +
 	"\n" +
 	"executions\x18\b \x01(\x05R\n" +
 	"executions\x12\x14\n" +
 	"\x05tries\x18\t \x01(\x05R\x05tries\"\xda\x04\n" +
 	"\x04Step\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\rR\x04tool\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\x12\x10\n" +
-	"\x03old\x18\x03 \x01(\tR\x03old\x12\x10\n" +
-	"\x03new\x18\x04 \x01(\tR\x03new\x12\x18\n" +
+	"\x04path\x18\x02 \x01(\fR\x04path\x12\x10\n" +
+	"\x03old\x18\x03 \x01(\fR\x03old\x12\x10\n" +
+	"\x03new\x18\x04 \x01(\fR\x03new\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\x03R\aversion\x12\x18\n" +
 	"\alogprob\x18\x06 \x01(\x01R\alogprob\x122\n" +
 	"\bdecision\x18\a \x01(\v2\x16.frog.wire.v1.DecisionR\bdecision\x12\x1d\n" +
@@ -1282,16 +1284,16 @@ const file_frog_proto_rawDesc = "" +
 	"start_line\x18\t \x01(\x05R\tstartLine\x12\x19\n" +
 	"\bend_line\x18\n" +
 	" \x01(\x05R\aendLine\x12\x14\n" +
-	"\x05query\x18\v \x01(\tR\x05query\x12\x14\n" +
-	"\x05tests\x18\f \x03(\tR\x05tests\x12(\n" +
+	"\x05query\x18\v \x01(\fR\x05query\x12\x14\n" +
+	"\x05tests\x18\f \x03(\fR\x05tests\x12(\n" +
 	"\x05lines\x18\r \x03(\v2\x12.frog.wire.v1.LineR\x05lines\x12\x1e\n" +
 	"\n" +
 	"candidates\x18\x0e \x03(\x03R\n" +
 	"candidates\x12\x18\n" +
-	"\amistake\x18\x0f \x01(\tR\amistake\x12\x12\n" +
+	"\amistake\x18\x0f \x01(\fR\amistake\x12\x12\n" +
 	"\x04turn\x18\x10 \x01(\fR\x04turn\x12\x16\n" +
-	"\x06output\x18\x11 \x01(\tR\x06output\x12\x14\n" +
-	"\x05error\x18\x12 \x01(\tR\x05error\x12\x1b\n" +
+	"\x06output\x18\x11 \x01(\fR\x06output\x12\x14\n" +
+	"\x05error\x18\x12 \x01(\fR\x05error\x12\x1b\n" +
 	"\texit_code\x18\x13 \x01(\x03R\bexitCode\x12\x1e\n" +
 	"\n" +
 	"executions\x18\x14 \x01(\x03R\n" +
@@ -1307,7 +1309,7 @@ const file_frog_proto_rawDesc = "" +
 	"\x06chosen\x18\x04 \x01(\x03R\x06chosen\x12 \n" +
 	"\vtemperature\x18\x05 \x01(\x01R\vtemperature\".\n" +
 	"\x04Line\x12\x12\n" +
-	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\fR\x04file\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\x03R\x04line\"&\n" +
 	"\n" +
 	"PullPolicy\x12\x18\n" +

@@ -34,6 +34,7 @@ type rolloutOptions struct {
 	ShardSize   int            `json:"shard_size"`
 	Sandbox     sandboxOptions `json:"sandbox"`
 	TaskOpts    taskOptions    `json:"task_options"`
+	Remote      remoteOptions  `json:"remote,omitzero"`
 	JSON        bool           `json:"-"`
 }
 
@@ -64,6 +65,10 @@ serving, as infrastructure faults (retried in a new sandbox, never a reward of
 0); a malformed or missing tool call or a context overflow is the model's own
 mistake, shown to it, and the episode goes on.
 
+With --listen, rollout workers (frog worker --join) play episodes too, in
+their own sandboxes, each calling the model servers itself (docs/cluster.md);
+the export is written here.
+
 The summary: the solve rate with its 95% Wilson interval, the outcomes,
 tokens, and each model call's latency and frog's own overhead in it (p50, p99).`,
 		Example: `  frog rollout --base-url http://localhost:8000/v1 --model Qwen/Qwen3-8B --tasks tasks/heldout.jsonl --group-size 8 --out runs/qwen-heldout
@@ -85,6 +90,7 @@ tokens, and each model call's latency and frog's own overhead in it (p50, p99).`
 	f.IntVar(&o.ShardSize, "shard-size", 1000, "records per shard")
 	o.Sandbox.flags(f, "process")
 	o.TaskOpts.flags(f)
+	o.Remote.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
 	c.PreRunE = func(*cobra.Command, []string) error { return o.validate() }
 	return c
@@ -146,6 +152,13 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	if err != nil {
 		return err
 	}
+	runName := "rollout-" + time.Now().UTC().Format("20060102-150405")
+	t := o.TaskOpts
+	remote, err := o.Remote.remote(o.Concurrency, "real", realWorkerEnv{Run: runName, Sandbox: o.Sandbox, Locals: t.Locals, NoCache: t.NoCache,
+		NoServe: t.NoServe, Restore: t.RestoreList}, realCodec{}, listening(log))
+	if err != nil {
+		return err
+	}
 	recs, err := taskenv.Load("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
@@ -174,7 +187,6 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 			return err
 		}
 	}
-	runName := "rollout-" + time.Now().UTC().Format("20060102-150405")
 	dir, err := createRunDir(o.Out, struct {
 		Version string          `json:"frog_version"`
 		Options *rolloutOptions `json:"options"`
@@ -216,7 +228,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	cfg.MaxSteps, cfg.MaxTries = pol.Config().MaxTurns, 0
 	// The model servers batch; frog sends each request as it comes.
 	cfg.MaxBatch, cfg.InferenceWorkers = 1, o.Concurrency
-	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log, Counters: new(actors.Counters),
+	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log, Counters: new(actors.Counters), Remote: remote,
 		OnEpisode: func(r *actors.EpisodeResult) {
 			exp.Add(openai.Episode{Episode: firstEpisode + r.Episode, Group: firstGroup + r.Group, GroupSize: r.GroupSize, Task: r.Task.View(),
 				Outcome: r.Kind.String(), Trajectory: r.Trajectory, Attempts: r.Attempts})

@@ -143,13 +143,13 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	o := &workerOptions{}
 	c := &cobra.Command{
 		Use:   "worker",
-		Short: "Run episodes for a trainer on another process or machine (frog train --listen, frog sim --listen)",
+		Short: "Run episodes for a trainer on another process or machine (frog train, sim or rollout --listen)",
 		Long: `worker joins a run that listens for rollout workers (frog train --listen
-ADDR, frog sim --listen ADDR) and plays the episodes it is sent: it hosts
-their actors, its own sandboxes (the kind the trainer runs with), task
-workspaces (--workspaces) and harness caches, and a replica of the policy
-(inference stays here; the policy is pulled once per version), and sends
-each result back. The trainer admits episodes onto its
+ADDR, frog sim --listen ADDR, frog rollout --listen ADDR) and plays the
+episodes it is sent: it hosts their actors, its own sandboxes (the kind the
+trainer runs with), task workspaces (--workspaces) and harness caches, and a
+replica of the policy (inference stays here; the policy is pulled once per
+version), and sends the results back. The trainer admits episodes onto its
 own slots and the workers' by their free capacity.
 
 A worker of another frog build is refused at join. When a worker dies or
@@ -159,10 +159,11 @@ its episodes, closes their sandboxes and exits 1. At the end of the run it
 exits 0. Interrupting it (Ctrl-C) tells the trainer it leaves: its episodes
 are played again elsewhere.
 
-A worker plays frog train's real tasks with the built-in policy or with an
-LLM (frog train --policy openai: the worker calls the model servers itself,
-with the API key of its own environment variable, --api-key-env on the
-trainer), and frog sim's simulated sandboxes and agent (docs/cluster.md).`,
+A worker plays real tasks with the built-in policy or with an LLM (frog train
+--policy openai, frog rollout: the worker calls the model servers itself,
+with the API key in its own environment variable that the trainer's
+--api-key-env names), and frog sim's simulated sandboxes and agent
+(docs/cluster.md).`,
 		Example: `  frog train --listen 127.0.0.1:7450 --concurrency 8 --local-slots 0 --await-workers 2 --sandbox process
   frog worker --join 127.0.0.1:7450 --slots 4
   frog sim --listen 127.0.0.1:7450 --local-slots 0 --await-workers 2 --episodes 200000 --concurrency 2000

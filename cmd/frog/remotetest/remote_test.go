@@ -331,6 +331,30 @@ func TestTrainLLMWithWorkers(t *testing.T) {
 	if n := srv.Requests(); n < 8 {
 		t.Errorf("the model server got %d requests, want one an episode at least", n)
 	}
+
+	// frog rollout does the same, and writes the export where it runs.
+	addr = freeAddr(t)
+	roll := startFrogIn(t, dir, env, "rollout", "--base-url", srv.BaseURL(), "--model", "test-model", "--tasks", "tasks.jsonl",
+		"--local", tiny, "--workspaces", "ws", "--group-size", "2", "--concurrency", "4", "--sandbox", "process", "--max-turns", "4",
+		"--out", "rollout", "--json", "--log-level", "warn", "--listen", addr, "--local-slots", "0", "--await-workers", "1")
+	worker = startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "4", "--name", "w2", "--workspaces", "ws-w2")
+	if code := roll.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("rollout exited %d; stderr:\n%s\nworker:\n%s", code, roll.stderr.String(), worker.stderr.String())
+	}
+	var rr struct {
+		Outcomes actors.EvalCounts `json:"outcomes"`
+		Export   struct {
+			Records int `json:"records"`
+		} `json:"export"`
+		Run actors.Summary `json:"run"`
+	}
+	if err := json.Unmarshal(roll.stdout.Bytes(), &rr); err != nil {
+		t.Fatalf("rollout's summary: %v\n%s", err, roll.stdout.String())
+	}
+	if rs := rr.Run.Scheduler.Remote; rr.Outcomes.Completed == 0 || rr.Export.Records != rr.Outcomes.Completed || rs == nil || rs.Local != 0 ||
+		len(rs.Workers) != 1 || rs.Workers[0].Done != int64(rr.Outcomes.Completed) {
+		t.Errorf("rollout: %+v completed, %d exported, remote %+v: want every episode played on the worker and exported", rr.Outcomes, rr.Export.Records, rs)
+	}
 }
 
 // A worker killed with SIGKILL mid-run: the trainer notices, re-admits its

@@ -70,7 +70,9 @@
 // against Config.MaxAttempts), and exactly one result per episode is filed
 // (a decoder and the scheduler race to take its placement). A worker whose trainer
 // dies or falls silent cancels its episodes, closes their sandboxes and
-// returns ErrTrainerLost. Every process hosts at most one remote: its
+// returns ErrTrainerLost. With Remote.More another run follows on the same
+// address (frog eval: a run a policy), and the run's end tells the workers
+// to join it. Every process hosts at most one remote: its
 // start is not safe twice in a process (docs/remote.md).
 //
 // # Invariants

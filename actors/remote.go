@@ -53,6 +53,10 @@ type Remote struct {
 	// OnListen, when set, is told the address workers join at, once the
 	// run listens.
 	OnListen func(addr string)
+	// More says another run follows on the same address (frog eval plays
+	// one run a policy): at this run's end the workers are told to join
+	// again rather than to end.
+	More bool
 }
 
 func (r Remote) withDefaults() Remote {
@@ -193,19 +197,20 @@ type workerRef struct {
 
 // remoteState is the scheduler's part of a remote run.
 type remoteState struct {
-	cfg     Remote
-	addr    string
-	spec    *wire.RunSpec
-	workers map[string]*workerRef // joined and not lost, by pidKey
-	all     []*workerRef          // every worker that joined, in order
-	ready   bool
-	started time.Time     // when the scheduler started
-	waited  time.Duration // until ready
-	refused int
-	lost    int
-	readmit int64
-	local   int64
-	stopped bool // no more heartbeat ticks
+	cfg        Remote
+	addr       string
+	spec       *wire.RunSpec
+	workers    map[string]*workerRef // joined and not lost, by pidKey
+	all        []*workerRef          // every worker that joined, in order
+	ready      bool
+	started    time.Time     // when the scheduler started
+	waited     time.Duration // until ready
+	refused    int
+	lost       int
+	readmit    int64
+	local      int64
+	stopped    bool // no more heartbeat ticks
+	farewelled bool // the workers were told the run is over
 	// decode is where links hand their worker's results (decoders).
 	decode chan<- decodeJob
 	// placed holds the episodes on workers, by placement; lastPlacement
@@ -300,6 +305,11 @@ func (r *remoteState) pick(localFree int) *workerRef {
 func (s *scheduler) remoteReceive(ctx actor.Context, m any) bool {
 	switch m := m.(type) {
 	case *wire.Join:
+		if s.remote.farewelled {
+			// Not answered: a worker told to join the next run asks
+			// again until that run listens.
+			return true
+		}
 		ctx.Respond(s.join(ctx, m))
 	case *wire.Heartbeat:
 		if w := s.remote.workers[pidKey(ctx.Sender())]; ctx.Sender() != nil && w != nil {
@@ -320,6 +330,7 @@ func (s *scheduler) remoteReceive(ctx actor.Context, m any) bool {
 			s.pump(ctx)
 		}
 	case *farewell:
+		s.remote.farewelled = true
 		var pids []*actor.PID
 		for _, w := range s.workersInOrder() {
 			// Its connection ends when it goes: not a loss.
@@ -683,10 +694,11 @@ func openRemote(system *actor.ActorSystem, cfg Config, deps Deps) (*remote.Remot
 // []*actor.PID), to tell them the run is over.
 type farewell struct{}
 
-// sayFarewell tells every joined worker that the run is over and waits, a
-// bounded time, for each to acknowledge, so that the message is not lost
-// when the remote shuts down right after.
-func sayFarewell(root *actor.RootContext, sched *actor.PID) {
+// sayFarewell tells every joined worker that the run is over (and, with
+// more, to join the next one) and waits, a bounded time, for each to
+// acknowledge, so that the message is not lost when the remote shuts down
+// right after.
+func sayFarewell(root *actor.RootContext, sched *actor.PID, more bool) {
 	res, err := root.RequestFuture(sched, &farewell{}, 5*time.Second).Result()
 	if err != nil {
 		return
@@ -694,7 +706,7 @@ func sayFarewell(root *actor.RootContext, sched *actor.PID) {
 	pids, _ := res.([]*actor.PID)
 	var futures []*actor.Future
 	for _, pid := range pids {
-		futures = append(futures, root.RequestFuture(pid, &wire.Leave{Reason: "the run is over"}, 2*time.Second))
+		futures = append(futures, root.RequestFuture(pid, &wire.Leave{Reason: "the run is over", Rejoin: more}, 2*time.Second))
 	}
 	for _, f := range futures {
 		_ = f.Wait()

@@ -434,7 +434,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 
 	awaitEnd(ctx, cfg, deps.Drain, root, pids.scheduler, done, log)
 	if rstate != nil {
-		sayFarewell(root, pids.scheduler)
+		sayFarewell(root, pids.scheduler, rstate.cfg.More)
 	}
 	elapsed := time.Since(start) + time.Duration(cfg.Start.Seconds*float64(time.Second))
 

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -186,6 +187,8 @@ type worker struct {
 	policySrc *actor.PID // the trainer's policy server
 
 	spec    *wire.RunSpec
+	prov    env.Provider // the environment opened, once
+	harness env.Harness
 	edeps   *episodeDeps
 	server  *actor.PID // the local policy server
 	version int64
@@ -261,7 +264,8 @@ func (w *worker) Receive(ctx actor.Context) {
 		root, self := w.root, ctx.Self()
 		time.AfterFunc(time.Second, func() { root.Send(self, &wire.Leave{Reason: "no answer to the leave"}) })
 	case *actor.Terminated:
-		if m.Who.Equal(w.trainer) {
+		// Not between runs: the trainer of a run that is over may go.
+		if w.joined && m.Who.Equal(w.trainer) {
 			w.end(ctx, "the trainer's connection ended ("+m.Why.String()+")", ErrTrainerLost, false)
 		}
 	}
@@ -325,7 +329,8 @@ func (w *worker) joinAnswer(ctx actor.Context, m *wire.JoinAnswer) {
 		w.end(ctx, "refused", fmt.Errorf("%w: the trainer's run spec is incomplete", ErrRefused), false)
 		return
 	}
-	if w.spec == nil {
+	switch {
+	case w.spec == nil:
 		// Opening sandboxes may take long (a Docker pool, an image
 		// check): it runs off the actor, which keeps its heartbeat.
 		w.spec = m.Run
@@ -336,6 +341,18 @@ func (w *worker) joinAnswer(ctx actor.Context, m *wire.JoinAnswer) {
 			prov, harness, err := open(spec.Env, spec.EnvConfig)
 			root.Send(self, &envOpened{prov: prov, harness: harness, err: err})
 		}()
+	case m.Run.Env != w.spec.Env || !bytes.Equal(m.Run.EnvConfig, w.spec.EnvConfig):
+		// A run after the one this worker opened its environment for
+		// (frog eval's next policy) must play the same.
+		reason := "the trainer's run plays another environment than the one this worker opened: start the worker again"
+		ctx.Request(ctx.Sender(), &wire.Leave{Reason: reason})
+		w.end(ctx, "refused", fmt.Errorf("%w: %s", ErrRefused, reason), false)
+		return
+	default:
+		w.spec = m.Run
+		if w.prov != nil {
+			w.edeps = w.episodeDeps(ctx)
+		}
 	}
 	w.joined = true
 	w.sum.Joins++
@@ -358,14 +375,22 @@ func (w *worker) envOpened(ctx actor.Context, m *envOpened) {
 		w.end(ctx, "environment", fmt.Errorf("open environment %q: %w", w.spec.Env, m.err), false)
 		return
 	}
-	w.edeps = &episodeDeps{run: w.spec.Run, provider: m.prov, learner: ctx.Self(), maxAttempts: int(w.spec.MaxAttempts),
-		runOpts:      env.RunOptions{MaxSteps: int(w.spec.MaxSteps), MaxTries: int(w.spec.MaxTries), Harness: m.harness},
-		closeTimeout: time.Duration(w.spec.CloseTimeoutMs) * time.Millisecond, root: w.root, runners: w.runners, log: w.log}
-	if im, ok := m.prov.(env.Immediate); ok && im.Immediate() {
-		w.edeps.inline = true
-	}
-	w.edeps.server = w.server
+	w.prov, w.harness = m.prov, m.harness
+	w.edeps = w.episodeDeps(ctx)
 	w.startWaiting(ctx)
+}
+
+// episodeDeps is what the worker's episodes play with: the run's spec,
+// the environment opened and the local policy server.
+func (w *worker) episodeDeps(ctx actor.Context) *episodeDeps {
+	d := &episodeDeps{run: w.spec.Run, provider: w.prov, learner: ctx.Self(), maxAttempts: int(w.spec.MaxAttempts),
+		runOpts:      env.RunOptions{MaxSteps: int(w.spec.MaxSteps), MaxTries: int(w.spec.MaxTries), Harness: w.harness},
+		closeTimeout: time.Duration(w.spec.CloseTimeoutMs) * time.Millisecond, root: w.root, runners: w.runners, log: w.log,
+		server: w.server}
+	if im, ok := w.prov.(env.Immediate); ok && im.Immediate() {
+		d.inline = true
+	}
+	return d
 }
 
 // ready says the worker can start episodes: its environment is open and
@@ -603,6 +628,15 @@ func (w *worker) ended(ctx actor.Context) {
 		w.log.Info().Msg("joining the trainer again")
 		ctx.Unwatch(w.trainer)
 		w.ending, w.endErr, w.rejoin, w.joined = "", nil, false, false
+		// The next run may play another policy, from version 0.
+		if w.server != nil {
+			ctx.Stop(w.server)
+			w.server = nil
+			if w.edeps != nil {
+				w.edeps.server = nil
+			}
+		}
+		w.havePol, w.version, w.pulled = false, 0, 0
 		w.joinStart = time.Now()
 		w.askJoin(ctx)
 		return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,7 +46,10 @@ type evalOptions struct {
 	Table       string         `json:"table,omitempty"`
 	Sandbox     sandboxOptions `json:"sandbox"`
 	TaskOpts    taskOptions    `json:"task_options"`
+	Remote      remoteOptions  `json:"remote,omitzero"`
 	JSON        bool           `json:"-"`
+	// remotes are the evaluations' Remotes, one a policy (--listen).
+	remotes *remoteSeries
 }
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -86,7 +90,11 @@ With --env replay --table FILE (a table frog tabulate made) the policies play
 the table's tasks against it instead of sandboxes: each verdict looked up, not
 run, and every policy named NAME (replay) in the report. Only policies on the
 built-in policy's protocol replay (prior, a trained run, fl-greedy, random);
-docs/replay.md says what is replayable.`,
+docs/replay.md says what is replayable.
+
+With --listen, rollout workers (frog worker --join) play episodes too, in
+sandboxes of their own: each policy's evaluation is a run, and at its end the
+workers are told to join the next one on the same address (docs/cluster.md).`,
 		Example: `  frog eval --policy fl-feedback --tasks runs/heldout.jsonl
   frog eval --policy random --tasks runs/heldout.jsonl --tries 10 --json
   frog eval --policy fl-greedy --tasks tasks.jsonl --sandbox docker --limit 50
@@ -110,6 +118,7 @@ docs/replay.md says what is replayable.`,
 	f.StringVar(&o.Trajectory, "trajectories", "", "write every episode (its steps, candidates and decisions) under this directory, a subdirectory a policy: DIR/<policy>/shard-NNNNN.jsonl")
 	o.Sandbox.flags(f, "process")
 	o.TaskOpts.flags(f)
+	o.Remote.flags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
 	f.StringVar(&o.Env, "env", "real", "real (sandboxes judged by the tasks' tests) or replay (every verdict looked up in --table, made by frog tabulate; named a replay in the report)")
 	f.StringVar(&o.Table, "table", "", "with --env replay: the replay table frog tabulate wrote (its tasks are the ones played)")
@@ -223,6 +232,7 @@ func (o *evalOptions) evaluatePolicies(ctx context.Context, ecfg actors.EvalConf
 		if err != nil {
 			return nil, err
 		}
+		pdeps.Remote = o.remotes.next()
 		e, err := actors.Evaluate(ctx, ecfg, pol, pdeps)
 		if cerr := closeTraj(); cerr != nil && err == nil {
 			err = fmt.Errorf("--trajectories: %w", cerr)
@@ -259,13 +269,19 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		return err
 	}
 	if o.Env == envReplay {
+		if o.Remote.Listen != "" {
+			return usagef("--listen plays real tasks on workers: not with --env replay")
+		}
 		return runEvalReplay(ctx, g, o, log)
+	}
+	run := "eval-" + time.Now().UTC().Format("20060102-150405")
+	if err := o.openRemotes(run, log); err != nil {
+		return err
 	}
 	recs, err := taskenv.Load("--tasks", o.Tasks, o.Limit, o.Sample, log)
 	if err != nil {
 		return err
 	}
-	run := "eval-" + time.Now().UTC().Format("20060102-150405")
 	tenv, prov, release, err := openTaskEnv(ctx, o.TaskOpts, sandboxSpec{sandboxOptions: o.Sandbox, Run: run, Concurrency: o.Concurrency}, log)
 	if err != nil {
 		return err
@@ -292,6 +308,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		cc := ecfg
 		cc.Run.MaxTries, cc.Run.MaxSteps, cc.Samples = 0, 40, 1
 		log.Info().Int("tasks", len(tasks)).Msg("measuring the candidate-space ceiling")
+		deps.Remote = o.remotes.next()
 		switch c, err := actors.Evaluate(ctx, cc, ceil, deps); {
 		case err != nil && ctx.Err() == nil:
 			return err
@@ -309,6 +326,26 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 	if ctx.Err() != nil {
 		return ErrInterrupted
 	}
+	return nil
+}
+
+// openRemotes makes the Remotes of the evaluations under --listen: one
+// run a policy, and one more for the ceiling.
+func (o *evalOptions) openRemotes(run string, log zerolog.Logger) error {
+	t := o.TaskOpts
+	base, err := o.Remote.remote(o.Concurrency, "real", realWorkerEnv{Run: run, Sandbox: o.Sandbox, Locals: t.Locals, NoCache: t.NoCache,
+		NoServe: t.NoServe, Restore: t.RestoreList}, realCodec{}, listening(log))
+	if err != nil || base == nil {
+		return err
+	}
+	runs := len(strings.Split(o.Policy, ","))
+	if o.Ceiling {
+		runs++
+	}
+	if _, port, _ := net.SplitHostPort(base.Listen); runs > 1 && port == "0" && base.Advertise != "" {
+		return usagef("--listen %s with --advertise: name the port, which every policy's evaluation listens on", base.Listen)
+	}
+	o.remotes = &remoteSeries{base: base, runs: runs}
 	return nil
 }
 

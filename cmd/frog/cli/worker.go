@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	envsim "github.com/frognano/frog/env/sim"
 	"github.com/frognano/frog/gotask"
 	"github.com/frognano/frog/policy"
+	"github.com/frognano/frog/policy/baseline"
 	"github.com/frognano/frog/policy/neural"
 	"github.com/frognano/frog/policy/openai"
 	policysim "github.com/frognano/frog/policy/sim"
@@ -93,17 +95,58 @@ type realCodec struct {
 }
 
 func (realCodec) EncodePolicy(p policy.Policy) (string, []byte, error) {
-	if _, ok := p.(*openai.Policy); ok {
+	switch p.(type) {
+	case *openai.Policy:
 		return openai.PolicyCodec{}.EncodePolicy(p)
+	case *baseline.Policy:
+		return baseline.PolicyCodec{}.EncodePolicy(p)
 	}
 	return neural.PolicyCodec{}.EncodePolicy(p)
 }
 
 func (realCodec) DecodePolicy(kind string, b []byte) (policy.Policy, error) {
-	if kind == openai.PolicyKind {
+	switch kind {
+	case openai.PolicyKind:
 		return openai.PolicyCodec{}.DecodePolicy(kind, b)
+	case baseline.PolicyKind:
+		return baseline.PolicyCodec{}.DecodePolicy(kind, b)
 	}
 	return neural.PolicyCodec{}.DecodePolicy(kind, b)
+}
+
+// remoteSeries hands out the Remote of each run of a command that plays
+// several runs one after the other on one address (frog eval, a run a
+// policy): each run but the last tells its workers to join the next, and
+// a --listen port of 0 becomes the first run's port for the rest.
+type remoteSeries struct {
+	base       *actors.Remote
+	runs, done int
+	port       string
+}
+
+// next is the next run's Remote; nil without --listen.
+func (s *remoteSeries) next() *actors.Remote {
+	if s == nil || s.base == nil {
+		return nil
+	}
+	r := *s.base
+	s.done++
+	r.More = s.done < s.runs
+	if s.port != "" {
+		host, _, _ := net.SplitHostPort(r.Listen)
+		r.Listen = net.JoinHostPort(host, s.port)
+	}
+	if s.done == 1 {
+		r.OnListen = func(addr string) {
+			if _, port, err := net.SplitHostPort(addr); err == nil && s.base.Advertise == "" {
+				s.port = port
+			}
+			s.base.OnListen(addr)
+		}
+	} else {
+		r.OnListen = nil
+	}
+	return &r
 }
 
 // trainRemote is `frog train --listen`'s actors.Remote: its workers play
@@ -143,9 +186,9 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	o := &workerOptions{}
 	c := &cobra.Command{
 		Use:   "worker",
-		Short: "Run episodes for a trainer on another process or machine (frog train, sim or rollout --listen)",
+		Short: "Run episodes for a trainer on another process or machine (frog train, sim, eval or rollout --listen)",
 		Long: `worker joins a run that listens for rollout workers (frog train --listen
-ADDR, frog sim --listen ADDR, frog rollout --listen ADDR) and plays the
+ADDR, frog sim, frog eval or frog rollout --listen ADDR) and plays the
 episodes it is sent: it hosts their actors, its own sandboxes (the kind the
 trainer runs with), task workspaces (--workspaces) and harness caches, and a
 replica of the policy (inference stays here; the policy is pulled once per
@@ -156,8 +199,9 @@ A worker of another frog build is refused at join. When a worker dies or
 falls silent, the trainer re-admits its running episodes elsewhere, within
 the run's retries; when the trainer dies or falls silent, the worker cancels
 its episodes, closes their sandboxes and exits 1. At the end of the run it
-exits 0. Interrupting it (Ctrl-C) tells the trainer it leaves: its episodes
-are played again elsewhere.
+exits 0 (frog eval plays a run a policy: the worker joins each in turn and
+exits after the last). Interrupting it (Ctrl-C) tells the trainer it leaves:
+its episodes are played again elsewhere.
 
 A worker plays real tasks with the built-in policy or with an LLM (frog train
 --policy openai, frog rollout: the worker calls the model servers itself,

@@ -357,6 +357,56 @@ func TestTrainLLMWithWorkers(t *testing.T) {
 	}
 }
 
+// frog eval --listen plays each policy's evaluation, and the ceiling's,
+// on a worker that joins each in turn, and measures what one process
+// measures.
+func TestEvalWithWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	dir, env, tiny := tinyTasks(t)
+	args := []string{"eval", "--policy", "fl-greedy,random", "--tasks", "tasks.jsonl", "--local", tiny, "--sandbox", "process",
+		"--concurrency", "2", "--json", "--log-level", "warn"}
+	type evalRep struct {
+		Policies []actors.EvalReport `json:"policies"`
+		Ceiling  *actors.EvalReport  `json:"ceiling"`
+	}
+	eval := func(p *frogProc) evalRep {
+		t.Helper()
+		if code := p.wait(t, 5*time.Minute); code != 0 {
+			t.Fatalf("frog eval exited %d; stderr:\n%s", code, p.stderr.String())
+		}
+		var r evalRep
+		if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil || len(r.Policies) != 2 || r.Ceiling == nil {
+			t.Fatalf("eval report %v: %s", err, p.stdout.String())
+		}
+		return r
+	}
+	local := eval(startFrogIn(t, dir, env, append(args, "--workspaces", "ws")...))
+	addr := freeAddr(t)
+	trainer := startFrogIn(t, dir, env, append(args, "--workspaces", "ws", "--listen", addr, "--local-slots", "0", "--await-workers", "1")...)
+	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "2", "--name", "w1", "--workspaces", "ws-w1", "--json")
+	remote := eval(trainer)
+	if code := worker.wait(t, time.Minute); code != 0 {
+		t.Fatalf("worker exited %d; stderr:\n%s", code, worker.stderr.String())
+	}
+	var ws actors.WorkerSummary
+	if err := json.Unmarshal(worker.stdout.Bytes(), &ws); err != nil || ws.Joins != 3 || ws.Completed == 0 || ws.Ended != "the trainer said: the run is over" {
+		t.Errorf("worker summary %+v (%v): want 3 joins (two policies and the ceiling), episodes and the last run's end", ws, err)
+	}
+	for i, r := range append(remote.Policies, *remote.Ceiling) {
+		l := append(local.Policies, *local.Ceiling)[i]
+		rs := r.Summary.Scheduler.Remote
+		if rs == nil || rs.Local != 0 || len(rs.Workers) != 1 || rs.Workers[0].Done != int64(r.Outcomes.Completed) {
+			t.Errorf("%s: remote %+v: want every episode on the worker", r.Policy, rs)
+		}
+		if r.Solved.K != l.Solved.K || r.Solved.N != l.Solved.N || r.Outcomes != l.Outcomes {
+			t.Errorf("%s: %d of %d solved (%+v) on the worker, %d of %d (%+v) in one process", r.Policy, r.Solved.K, r.Solved.N, r.Outcomes,
+				l.Solved.K, l.Solved.N, l.Outcomes)
+		}
+	}
+}
+
 // A worker killed with SIGKILL mid-run: the trainer notices, re-admits its
 // episodes on the other worker, and the run's accounting holds with no
 // episode failed or cancelled.

@@ -332,9 +332,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 // openRemotes makes the Remotes of the evaluations under --listen: one
 // run a policy, and one more for the ceiling.
 func (o *evalOptions) openRemotes(run string, log zerolog.Logger) error {
-	t := o.TaskOpts
-	base, err := o.Remote.remote(o.Concurrency, "real", realWorkerEnv{Run: run, Sandbox: o.Sandbox, Locals: t.Locals, NoCache: t.NoCache,
-		NoServe: t.NoServe, Restore: t.RestoreList}, realCodec{}, listening(log))
+	base, err := o.Remote.realRemote(o.Concurrency, run, o.Sandbox, o.TaskOpts, log)
 	if err != nil || base == nil {
 		return err
 	}

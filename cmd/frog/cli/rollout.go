@@ -153,9 +153,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		return err
 	}
 	runName := "rollout-" + time.Now().UTC().Format("20060102-150405")
-	t := o.TaskOpts
-	remote, err := o.Remote.remote(o.Concurrency, "real", realWorkerEnv{Run: runName, Sandbox: o.Sandbox, Locals: t.Locals, NoCache: t.NoCache,
-		NoServe: t.NoServe, Restore: t.RestoreList}, realCodec{}, listening(log))
+	remote, err := o.Remote.realRemote(o.Concurrency, runName, o.Sandbox, o.TaskOpts, log)
 	if err != nil {
 		return err
 	}
@@ -223,11 +221,7 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 		firstGroup, firstEpisode = prior.nextGroup, prior.nextEpisode
 	}
 	var timings openai.Timings
-	cfg := actors.DefaultConfig()
-	cfg.Run, cfg.Concurrency, cfg.MaxAttempts = runName, o.Concurrency, o.MaxRetries+1
-	cfg.MaxSteps, cfg.MaxTries = pol.Config().MaxTurns, 0
-	// The model servers batch; frog sends each request as it comes.
-	cfg.MaxBatch, cfg.InferenceWorkers = 1, o.Concurrency
+	cfg := o.runConfig(runName, pol.Config().MaxTurns)
 	deps := actors.Deps{Provider: prov, Harness: tenv.Harness, Log: log, Counters: new(actors.Counters), Remote: remote,
 		OnEpisode: func(r *actors.EpisodeResult) {
 			exp.Add(openai.Episode{Episode: firstEpisode + r.Episode, Group: firstGroup + r.Group, GroupSize: r.GroupSize, Task: r.Task.View(),
@@ -252,6 +246,17 @@ func runRollout(ctx context.Context, g *globals, o *rolloutOptions) error {
 	rep.Calls, rep.Export, rep.Quarantined, rep.Harness = timings.Summary(), exportReport{Dir: o.Out, Records: exp.Written()}, quarantined, tenv.Report()
 	rep.Continued, rep.Interrupted = prior, ctx.Err() != nil
 	return finish(g.stdout, dir, rep, o.JSON, rep.Interrupted, runErr)
+}
+
+// runConfig is the rollout's actors.Config: an episode a model turn a
+// step, up to maxTurns.
+func (o *rolloutOptions) runConfig(runName string, maxTurns int) actors.Config {
+	cfg := actors.DefaultConfig()
+	cfg.Run, cfg.Concurrency, cfg.MaxAttempts = runName, o.Concurrency, o.MaxRetries+1
+	cfg.MaxSteps, cfg.MaxTries = maxTurns, 0
+	// The model servers batch; frog sends each request as it comes.
+	cfg.MaxBatch, cfg.InferenceWorkers = 1, o.Concurrency
+	return cfg
 }
 
 // newRolloutReport is the report of a rollout of tasks tasks: its

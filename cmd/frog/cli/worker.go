@@ -155,8 +155,14 @@ func (o *trainOptions) trainRemote(log zerolog.Logger) (*actors.Remote, error) {
 	if o.Remote.Listen != "" && o.Replay.Env == envReplay {
 		return nil, usagef("--listen plays real tasks on workers: not with --env replay")
 	}
-	t := o.TaskOpts
-	return o.Remote.remote(o.Run.Concurrency, "real", realWorkerEnv{Run: o.Name, Sandbox: o.Sandbox, Locals: t.Locals, NoCache: t.NoCache,
+	return o.Remote.realRemote(o.Run.Concurrency, o.Name, o.Sandbox, o.TaskOpts, log)
+}
+
+// realRemote is the actors.Remote of a run of real tasks under --listen
+// (nil without): its workers lay the tasks out, open sandboxes of the
+// run's kind and judge with harnesses of their own.
+func (r remoteOptions) realRemote(concurrency int, run string, sandbox sandboxOptions, t taskOptions, log zerolog.Logger) (*actors.Remote, error) {
+	return r.remote(concurrency, "real", realWorkerEnv{Run: run, Sandbox: sandbox, Locals: t.Locals, NoCache: t.NoCache,
 		NoServe: t.NoServe, Restore: t.RestoreList}, realCodec{}, listening(log))
 }
 

@@ -65,7 +65,9 @@ type member struct {
 	task      *env.Task
 }
 
+// running is an admitted episode that has not ended.
 type running struct {
+	// pid is the episode's actor in this process; nil on a worker.
 	pid  *actor.PID
 	spec *episodeSpec
 	// w is the worker the episode runs on (nil: this process); attempts

@@ -568,13 +568,11 @@ func (s *scheduler) cancelRemote(ctx actor.Context, r *running) {
 	ctx.Send(r.w.pid, c)
 }
 
-// decodeJob is a worker's batch of results for a decoder to file.
+// decodeJob is a worker's batch of results, from its link, for a decoder
+// to file.
 type decodeJob struct {
-	batch   *wire.DoneBatch
-	w       *workerRef
-	placed  *placements
-	sched   *actor.PID
-	learner *actor.PID
+	batch *wire.DoneBatch
+	link  *workerLink
 }
 
 // decoders decode workers' results on long-lived goroutines, one a CPU,
@@ -601,22 +599,23 @@ func decoders(root *actor.RootContext) (chan<- decodeJob, func()) {
 // worker since lost) is dropped. A cancellation the scheduler did not ask
 // for means the worker is leaving: the scheduler re-admits the episode.
 func (j *decodeJob) file(root *actor.RootContext) {
+	l := j.link
 	for _, d := range j.batch.Done {
-		e := j.placed.get(d.Placement)
-		if e == nil || e.w != j.w {
+		e := l.placed.get(d.Placement)
+		if e == nil || e.w != l.w {
 			continue
 		}
 		if d.Outcome == wire.Outcome_OUTCOME_CANCELLED && !e.cancelled.Load() {
-			root.Send(j.sched, &readmitEpisode{episode: e.spec.id, placement: d.Placement, attempts: int(d.Attempts)})
+			root.Send(l.sched, &readmitEpisode{episode: e.spec.id, placement: d.Placement, attempts: int(d.Attempts)})
 			continue
 		}
-		if !j.placed.take(d.Placement) {
+		if !l.placed.take(d.Placement) {
 			continue
 		}
-		j.w.done.Add(1)
+		l.w.done.Add(1)
 		r := episodeResult(e.spec, d)
-		r.ReportTo = j.sched
-		root.Send(j.learner, r)
+		r.ReportTo = l.sched
+		root.Send(l.learner, r)
 	}
 }
 
@@ -633,7 +632,7 @@ type workerLink struct {
 func (l *workerLink) Receive(ctx actor.Context) {
 	if b, ok := ctx.Message().(*wire.DoneBatch); ok {
 		l.w.traffic.in(b)
-		l.decode <- decodeJob{batch: b, w: l.w, placed: l.placed, sched: l.sched, learner: l.learner}
+		l.decode <- decodeJob{batch: b, link: l}
 	}
 }
 

@@ -16,10 +16,10 @@ import (
 // A trajectory crosses the wire as actors/wire's Trajectory message
 // (EpisodeDone.trajectory). marshalTrajectory and unmarshalTrajectory
 // write and read that message's encoding straight from and into
-// env.Trajectory, without the generated types in between: a worker sends
-// one an episode, and the generated types' allocations were most of its
-// garbage. TestTrajectoryWireMatchesTheSchema holds the two to the
-// schema. The rare, free-form parts of a step (a language-model turn, a
+// env.Trajectory, with no generated types in between, so that encoding a
+// result allocates little more than its bytes.
+// TestTrajectoryWireMatchesTheSchema holds the two encodings to each
+// other. The rare, free-form parts of a step (a language-model turn, a
 // command's streams and the tools' reports) travel as their trajectory
 // JSON.
 

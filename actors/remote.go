@@ -193,6 +193,8 @@ type workerRef struct {
 	// the round ends (flush); batchTask the task of its last TaskRecord.
 	batch     *wire.RunBatch
 	batchTask *env.Task
+	// tasks are the tasks placed on it lately (pick prefers it for them).
+	tasks recentTasks
 }
 
 // remoteState is the scheduler's part of a remote run.
@@ -222,6 +224,8 @@ type remoteState struct {
 	// The last task encoded: a group's episodes are admitted in a row.
 	lastTask   *env.Task
 	lastRecord *wire.TaskRecord
+	// localTasks are the tasks placed on this process lately.
+	localTasks recentTasks
 }
 
 // placed is an episode placed on a worker, until its result is filed or
@@ -285,19 +289,6 @@ func (s *scheduler) freeSlots() int {
 		slots += w.slots - w.running
 	}
 	return min(free, slots)
-}
-
-// pick is the worker with the most free slots, or nil when this process
-// has at least as many.
-func (r *remoteState) pick(localFree int) *workerRef {
-	var best *workerRef
-	for _, w := range r.workers {
-		if free := w.slots - w.running; free > localFree && (best == nil || free > best.slots-best.running ||
-			free == best.slots-best.running && w.name < best.name) {
-			best = w
-		}
-	}
-	return best
 }
 
 // remoteReceive handles the messages of a remote run (s.remote is set);
@@ -694,20 +685,69 @@ func openRemote(system *actor.ActorSystem, cfg Config, deps Deps) (*remote.Remot
 type farewell struct{}
 
 // sayFarewell tells every joined worker that the run is over (and, with
-// more, to join the next one) and waits, a bounded time, for each to
-// acknowledge, so that the message is not lost when the remote shuts down
-// right after.
+// more, to join the next one) and waits, at most farewellWait, until each
+// has acknowledged or its connection has ended (a worker told to finish
+// answers and exits at once, and its answer may go down with it), so that
+// the message is not lost when the remote shuts down right after.
 func sayFarewell(root *actor.RootContext, sched *actor.PID, more bool) {
 	res, err := root.RequestFuture(sched, &farewell{}, 5*time.Second).Result()
 	if err != nil {
 		return
 	}
 	pids, _ := res.([]*actor.PID)
-	var futures []*actor.Future
-	for _, pid := range pids {
-		futures = append(futures, root.RequestFuture(pid, &wire.Leave{Reason: "the run is over", Rejoin: more}, 2*time.Second))
+	if len(pids) == 0 {
+		return
 	}
-	for _, f := range futures {
-		_ = f.Wait()
+	done := make(chan struct{})
+	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &farewells{pids: pids, more: more, waiting: make(map[string]bool), done: done}
+	}))
+	defer root.Stop(pid)
+	select {
+	case <-done:
+	case <-time.After(farewellWait):
+	}
+}
+
+// farewellWait bounds how long a run's end waits for its workers'
+// acknowledgements.
+const farewellWait = 2 * time.Second
+
+// farewells sends the run's Leave to each worker and closes done once
+// every worker answered or its connection ended.
+type farewells struct {
+	pids    []*actor.PID
+	more    bool
+	waiting map[string]bool
+	done    chan struct{}
+}
+
+func (f *farewells) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		for _, pid := range f.pids {
+			key := pidKey(pid)
+			f.waiting[key] = true
+			ctx.Watch(pid)
+			// An answer carries no sender: each is awaited on its own.
+			fut := ctx.RequestFuture(pid, &wire.Leave{Reason: "the run is over", Rejoin: f.more}, farewellWait)
+			ctx.ReenterAfter(fut, func(_ any, err error) {
+				if err == nil {
+					f.heard(key)
+				}
+			})
+		}
+	case *actor.Terminated:
+		f.heard(pidKey(m.Who))
+	}
+}
+
+func (f *farewells) heard(key string) {
+	if !f.waiting[key] {
+		return
+	}
+	delete(f.waiting, key)
+	if len(f.waiting) == 0 {
+		close(f.done)
 	}
 }

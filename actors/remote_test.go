@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/frognano/frog/actors/wire"
@@ -88,12 +90,111 @@ func TestPickMostFree(t *testing.T) {
 		local int
 		want  *workerRef
 	}{{0, a}, {5, a}, {6, nil}, {9, nil}} {
-		if got := r.pick(tc.local); got != tc.want {
+		if got := r.pick(tc.local, "t"); got != tc.want {
 			t.Errorf("local free %d: picked %v, want %v", tc.local, got, tc.want)
 		}
 	}
 	a.running = 10
-	if got := r.pick(0); got != b {
+	if got := r.pick(0, "t"); got != b {
 		t.Errorf("picked %v, want b (a is full)", got)
+	}
+}
+
+// An episode goes where its task ran lately while that pool has a free
+// slot, however many the others have; the most free slots decide among
+// pools equally warm or cold.
+func TestPickWarmFirst(t *testing.T) {
+	a := &workerRef{name: "a", slots: 10, running: 9}
+	b := &workerRef{name: "b", slots: 10, running: 0}
+	r := &remoteState{workers: map[string]*workerRef{"a": a, "b": b}}
+	a.tasks.add("x")
+	r.localTasks.add("y")
+	for _, tc := range []struct {
+		task  string
+		local int
+		want  *workerRef
+	}{
+		{"x", 0, a}, {"x", 5, a}, // a is warm for x
+		{"y", 5, nil}, {"y", 0, b}, // this process is warm for y, while it has a slot
+		{"z", 5, b}, {"z", 10, nil}, // cold everywhere: most free
+	} {
+		if got := r.pick(tc.local, tc.task); got != tc.want {
+			t.Errorf("task %s, local free %d: picked %v, want %v", tc.task, tc.local, got, tc.want)
+		}
+	}
+	a.running = 10
+	if got := r.pick(0, "x"); got != b {
+		t.Errorf("picked %v, want b (a, warm, is full)", got)
+	}
+}
+
+// A pool remembers the last recentTasksKept tasks and forgets the oldest.
+func TestRecentTasksForgetsTheOldest(t *testing.T) {
+	var rt recentTasks
+	for i := range recentTasksKept + 2 {
+		rt.add(fmt.Sprint(i))
+		rt.add(fmt.Sprint(i)) // again: no second entry
+	}
+	if len(rt.has) != recentTasksKept {
+		t.Fatalf("%d remembered, want %d", len(rt.has), recentTasksKept)
+	}
+	for i, want := range map[int]bool{0: false, 1: false, 2: true, recentTasksKept + 1: true} {
+		if got := rt.contains(fmt.Sprint(i)); got != want {
+			t.Errorf("task %d: remembered %v, want %v", i, got, want)
+		}
+	}
+}
+
+// A run's farewell ends once every worker answered or went: a worker that
+// exits on the Leave without its answer getting out is not waited for.
+func TestFarewellEndsWhenWorkersAnswerOrGo(t *testing.T) {
+	system := actor.NewActorSystem()
+	root := system.Root
+	answers := root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*wire.Leave); ok {
+			c.Respond(&wire.Heartbeat{})
+		}
+	}))
+	goes := root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*wire.Leave); ok {
+			c.Stop(c.Self())
+		}
+	}))
+	done := make(chan struct{})
+	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &farewells{pids: []*actor.PID{answers, goes}, waiting: make(map[string]bool), done: done}
+	}))
+	defer root.Stop(pid)
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the farewell still waits for a worker that answered or went")
+	}
+}
+
+// A worker keeps the tasks it decoded by their record's bytes: the same
+// bytes give the same task, another oracle or record gives none, and past
+// decodedTasksKept the oldest is forgotten.
+func TestDecodedTasksByRecord(t *testing.T) {
+	var d decodedTasks
+	rec := func(i int, oracle string) *wire.TaskRecord {
+		return &wire.TaskRecord{Record: []byte(fmt.Sprintf(`{"id":"t%d"}`, i)), Oracle: []byte(oracle)}
+	}
+	t0 := &env.Task{ID: "t0"}
+	d.add(rec(0, "fix"), t0)
+	if got := d.get(rec(0, "fix")); got != t0 {
+		t.Errorf("same bytes: got %v, want the task kept", got)
+	}
+	if got := d.get(rec(0, "other fix")); got != nil {
+		t.Errorf("another oracle: got %v, want none", got)
+	}
+	for i := 1; i <= decodedTasksKept; i++ {
+		d.add(rec(i, "fix"), &env.Task{ID: fmt.Sprint("t", i)})
+	}
+	if got := d.get(rec(0, "fix")); got != nil || len(d.byRecord) != decodedTasksKept {
+		t.Errorf("past the bound: the oldest is %v and %d are kept, want none and %d", got, len(d.byRecord), decodedTasksKept)
+	}
+	if got := d.get(rec(decodedTasksKept, "fix")); got == nil || got.ID != fmt.Sprint("t", decodedTasksKept) {
+		t.Errorf("the newest: got %v", got)
 	}
 }

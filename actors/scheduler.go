@@ -342,20 +342,22 @@ func (s *scheduler) spawn(ctx actor.Context, m member) {
 }
 
 // place starts an admitted episode: on this process, or in a remote run on
-// the worker with the most free slots. attempts is the sandboxes it used
-// on workers lost before.
+// the pool pick chooses (warm caches for its task first, then the most
+// free slots). attempts is the sandboxes it used on workers lost before.
 func (s *scheduler) place(ctx actor.Context, spec *episodeSpec, attempts int) {
 	r := &running{spec: spec, attempts: attempts}
 	if s.remote != nil {
-		r.w = s.remote.pick(s.localSlots - s.localRunning)
+		r.w = s.remote.pick(s.localSlots-s.localRunning, spec.task.ID)
 	}
 	if r.w == nil {
 		r.pid = ctx.Spawn(newEpisodePropsAfter(spec, s.deps, attempts))
 		s.localRunning++
 		if s.remote != nil {
 			s.remote.local++
+			s.remote.localTasks.add(spec.task.ID)
 		}
 	} else {
+		r.w.tasks.add(spec.task.ID)
 		placement, err := s.placeRemote(spec, r.w, attempts)
 		if err != nil {
 			s.log.Error().Err(err).Msg("episode not sent to its worker; recorded as an infrastructure failure")

@@ -198,10 +198,12 @@ type worker struct {
 	eps     map[uint64]*workerEpisode
 	joined  bool
 	// The last task decoded, and its record: a group's episodes share
-	// one, and come in a row.
+	// one, and come in a row. tasks keeps the tasks decoded lately, for
+	// the groups that come back (a curriculum replays its tasks).
 	lastRecord  *wire.TaskRecord
 	lastTask    *env.Task
 	lastTaskErr error
+	tasks       decodedTasks
 	// encode is where results go to be encoded and sent (encoders).
 	encode    chan<- encodeJob
 	joinStart time.Time
@@ -492,16 +494,65 @@ func (w *worker) runEpisode(ctx actor.Context, p pendingRun) {
 }
 
 // task decodes a task's record, once for the episodes of a batch that
-// share it.
+// share it, and once for as long as the worker keeps it decoded.
 func (w *worker) task(rec *wire.TaskRecord) (*env.Task, error) {
 	if rec == nil {
 		return nil, errors.New("the batch has no such task")
 	}
 	if rec != w.lastRecord {
-		w.lastTask, w.lastTaskErr = w.deps.Codec.DecodeTask(rec.Record, rec.Oracle)
 		w.lastRecord = rec
+		if w.lastTask = w.tasks.get(rec); w.lastTask != nil {
+			w.lastTaskErr = nil
+		} else if w.lastTask, w.lastTaskErr = w.deps.Codec.DecodeTask(rec.Record, rec.Oracle); w.lastTaskErr == nil {
+			w.tasks.add(rec, w.lastTask)
+		}
 	}
 	return w.lastTask, w.lastTaskErr
+}
+
+// decodedTasks keeps the last decodedTasksKept tasks a worker decoded,
+// by their record's bytes (the record and the oracle both), so that a
+// task that comes back is not decoded again. The worker's actor alone
+// uses it.
+type decodedTasks struct {
+	byRecord map[string]decodedTask
+	ring     []string // the keys in the order they came; next is the oldest
+	next     int
+}
+
+type decodedTask struct {
+	oracle []byte
+	task   *env.Task
+}
+
+// decodedTasksKept bounds decodedTasks.
+const decodedTasksKept = 1024
+
+// get is the task decoded from rec's bytes, or nil.
+func (d *decodedTasks) get(rec *wire.TaskRecord) *env.Task {
+	if e, ok := d.byRecord[string(rec.Record)]; ok && bytes.Equal(e.oracle, rec.Oracle) {
+		return e.task
+	}
+	return nil
+}
+
+// add keeps t as the task decoded from rec, forgetting the oldest kept
+// once the bound is reached.
+func (d *decodedTasks) add(rec *wire.TaskRecord, t *env.Task) {
+	key := string(rec.Record)
+	if d.byRecord == nil {
+		d.byRecord = make(map[string]decodedTask)
+	}
+	if _, ok := d.byRecord[key]; !ok {
+		if len(d.ring) < decodedTasksKept {
+			d.ring = append(d.ring, key)
+		} else {
+			delete(d.byRecord, d.ring[d.next])
+			d.ring[d.next] = key
+			d.next = (d.next + 1) % decodedTasksKept
+		}
+	}
+	d.byRecord[key] = decodedTask{oracle: bytes.Clone(rec.Oracle), task: t}
 }
 
 func (w *worker) episodeEnded(ctx actor.Context, r *EpisodeResult) {

@@ -29,6 +29,8 @@ type benchWorkersOptions struct {
 	seed        uint64
 	timeout     time.Duration
 	json        bool
+	pin         bool
+	cpus        []int // with pin: the CPUs this process may use
 }
 
 func newBenchWorkersCmd(g *globals) *cobra.Command {
@@ -48,10 +50,16 @@ accounting), and the messages and bytes an episode on each link, each way.
 The trainer's CPU an episode is what bounds how many workers one trainer can
 feed: one trainer core takes about 1e6 / (that many microseconds) episodes/s.
 
-All the processes share this machine's cores: with as many cores as workers
-plus one, the figures show the wire's cost; with fewer, they show the cores'.`,
+All the processes share this machine's cores unless --pin is given: then the
+trainer runs on the first CPU this process may use and nothing else does, and
+the one process (the baseline) and the workers run on the others, split among
+the workers (shared round the ranks when there are fewer CPUs than workers).
+Pinned, '1 worker' against 'one process' is the wire's cost to the cores that
+run episodes, as on a cluster where the trainer has a machine of its own;
+unpinned on a small machine, it is the total CPU an episode costs.`,
 		Example: `  frog bench workers
   frog bench workers --workers 1,2,3 --episodes 200000 --concurrency 2000 --repeats 3
+  frog bench workers --workers 1 --pin
   frog bench workers --workers 4 --json`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
@@ -72,6 +80,16 @@ plus one, the figures show the wire's cost; with fewer, they show the cores'.`,
 			if o.timeout <= 0 {
 				return usagef("--timeout %v: want > 0", o.timeout)
 			}
+			if o.pin {
+				cpus, err := usableCPUs()
+				if err != nil {
+					return usagef("--pin: %v", err)
+				}
+				if len(cpus) < 2 {
+					return usagef("--pin: this process may use %d CPU (%v); pinning needs 2, one for the trainer", len(cpus), cpus)
+				}
+				o.cpus = cpus
+			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error { return runBenchWorkers(c.Context(), g, o) },
@@ -84,6 +102,7 @@ plus one, the figures show the wire's cost; with fewer, they show the cores'.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest one run may take before it is stopped and reported as failed")
 	f.BoolVar(&o.json, "json", false, "print the report as one JSON object")
+	f.BoolVar(&o.pin, "pin", false, "give the trainer the first CPU to itself, and the one process and the workers the others (Linux)")
 	return c
 }
 
@@ -146,7 +165,7 @@ func runBenchWorkers(ctx context.Context, g *globals, o *benchWorkersOptions) er
 	}
 	if o.json {
 		return json.NewEncoder(g.stdout).Encode(map[string]any{"episodes": o.episodes, "concurrency": o.concurrency,
-			"repeats": o.repeats, "setups": out})
+			"repeats": o.repeats, "pinned_cpus": o.cpus, "setups": out})
 	}
 	return printWorkersBench(g.stdout, o, out)
 }
@@ -188,7 +207,8 @@ func benchWorkersRun(ctx context.Context, self string, o *benchWorkersOptions, n
 	var stdout, stderr bytes.Buffer
 	trainer := exec.CommandContext(ctx, self, args...)
 	trainer.Stdout, trainer.Stderr = &stdout, &stderr
-	if err := trainer.Start(); err != nil {
+	trainerCPUs, workerCPUs := pinPlan(o.cpus, n)
+	if err := startOn(trainer, trainerCPUs); err != nil {
 		return workersRun{}, err
 	}
 	var workers []*exec.Cmd
@@ -198,7 +218,7 @@ func benchWorkersRun(ctx context.Context, self string, o *benchWorkersOptions, n
 		w := exec.CommandContext(ctx, self, "worker", "--join", addr, "--slots", strconv.Itoa(o.concurrency/n+min(1, o.concurrency%n)),
 			"--listen", "127.0.0.1:0", "--name", "w"+strconv.Itoa(i+1), "--log-level", "warn")
 		w.Stdout, w.Stderr = io.Discard, &e
-		if err := w.Start(); err != nil {
+		if err := startOn(w, workerCPUs[i]); err != nil {
 			cancel()
 			_ = trainer.Wait()
 			return workersRun{}, err
@@ -240,6 +260,30 @@ func benchWorkersRun(ctx context.Context, self string, o *benchWorkersOptions, n
 	r.trainerCPU = procCPUSeconds(trainer)
 	r.rss = sum.PeakRSS
 	return r, nil
+}
+
+// pinPlan is where --pin puts a setup's processes (cpus: the CPUs this
+// process may use; none: no pinning). With no worker, the one process gets
+// every CPU but the first, which no process gets; with n workers, the
+// trainer gets the first and the workers split the rest, sharing them in
+// turn when there are fewer than n.
+func pinPlan(cpus []int, n int) (trainer []int, workers [][]int) {
+	workers = make([][]int, n)
+	if len(cpus) < 2 {
+		return nil, workers
+	}
+	rest := cpus[1:]
+	if n == 0 {
+		return rest, workers
+	}
+	for i := range n {
+		if len(rest) >= n {
+			workers[i] = rest[i*len(rest)/n : (i+1)*len(rest)/n]
+		} else {
+			workers[i] = rest[i%len(rest) : i%len(rest)+1]
+		}
+	}
+	return cpus[:1], workers
 }
 
 // loopbackAddr is a free port on 127.0.0.1 for a trainer to listen at.
@@ -301,8 +345,12 @@ func medianOf(xs []float64) float64 {
 }
 
 func printWorkersBench(w io.Writer, o *benchWorkersOptions, setups []workersSetup) error {
-	fmt.Fprintf(w, "simulated episodes (frog sim --time-scale 0): %d a run, %d at once, %d runs a setup, medians\n\n",
+	fmt.Fprintf(w, "simulated episodes (frog sim --time-scale 0): %d a run, %d at once, %d runs a setup, medians\n",
 		o.episodes, o.concurrency, o.repeats)
+	if len(o.cpus) > 1 {
+		fmt.Fprintf(w, "pinned: the trainer on CPU %d alone; one process and the workers on CPUs %v\n", o.cpus[0], o.cpus[1:])
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "setup\tepisodes/s\tratio\ttrainer CPU/episode\tworkers CPU/episode\ttrainer peak RSS\tmessages/episode out, in\tbytes/episode out, in")
 	for _, s := range setups {

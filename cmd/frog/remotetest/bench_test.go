@@ -2,6 +2,7 @@ package remotetest
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -9,13 +10,20 @@ import (
 
 // frog bench workers plays the same episodes in one process and on a
 // worker, and reports both, with the worker's link carrying fewer messages
-// than episodes (batches) and bytes both ways.
+// than episodes (batches) and bytes both ways; pinned (with 2 CPUs or
+// more) it says on which CPUs.
 func TestBenchWorkers(t *testing.T) {
-	p := startFrog(t, "bench", "workers", "--episodes", "3000", "--concurrency", "64", "--workers", "1", "--repeats", "1", "--json")
+	args := []string{"bench", "workers", "--episodes", "3000", "--concurrency", "64", "--workers", "1", "--repeats", "1", "--json"}
+	pin := runtime.NumCPU() >= 2
+	if pin {
+		args = append(args, "--pin")
+	}
+	p := startFrog(t, args...)
 	if code := p.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("frog bench workers exited %d; stderr:\n%s", code, p.stderr.String())
 	}
 	var rep struct {
+		Pinned []int `json:"pinned_cpus"`
 		Setups []struct {
 			Workers           int     `json:"workers"`
 			EpisodesPerSecond float64 `json:"episodes_per_second"`
@@ -32,6 +40,9 @@ func TestBenchWorkers(t *testing.T) {
 	}
 	if len(rep.Setups) != 2 || rep.Setups[0].Workers != 0 || rep.Setups[1].Workers != 1 {
 		t.Fatalf("setups %+v: want one process and 1 worker", rep.Setups)
+	}
+	if pin != (len(rep.Pinned) >= 2) {
+		t.Errorf("pinned to CPUs %v (--pin: %v)", rep.Pinned, pin)
 	}
 	one, w := rep.Setups[0], rep.Setups[1]
 	if one.EpisodesPerSecond <= 0 || one.TrainerCPU <= 0 || one.MsgsOut != 0 {

@@ -215,11 +215,21 @@ func (e *Estimate) priorOf(ev *evidence) binPrior {
 // with is the prior of a task of the bin whose pass rate is predicted to
 // be p (ok false: no prediction, the bin's prior).
 func (bp binPrior) with(p float64, ok bool) (a, b float64) {
-	if !ok || bp.a+bp.b == 0 {
+	if !ok {
+		return bp.a, bp.b
+	}
+	return bp.withLogit(logit(clampP(p)))
+}
+
+// withLogit is with for a prediction given as its logit x: the replay
+// curricula predict by a logistic model, and taking the logit of its
+// sigmoid again would cost an exponential and a logarithm a task scored.
+func (bp binPrior) withLogit(x float64) (a, b float64) {
+	if bp.a+bp.b == 0 {
 		return bp.a, bp.b
 	}
 	c := bp.a + bp.b
-	mm := sigmoid(logit(clampP(p)) + bp.lm - bp.lpbar)
+	mm := sigmoid(min(maxLogit, max(-maxLogit, x)) + bp.lm - bp.lpbar)
 	return c * mm, c * (1 - mm)
 }
 
@@ -227,6 +237,10 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 // clampP keeps a probability off 0 and 1, where its logit is infinite.
 func clampP(p float64) float64 { return math.Min(1-1e-6, math.Max(1e-6, p)) }
+
+// maxLogit is the logit of clampP's largest probability: clampP in logit
+// terms keeps a logit within ±maxLogit.
+var maxLogit = logit(1 - 1e-6)
 
 // Posterior is the Beta(a, b) posterior of task id's pass rate (its
 // prior when it was never observed). A prior of strength 0 with no
@@ -270,19 +284,19 @@ func (e *Estimate) view() view {
 }
 
 // posterior is Posterior(id, bin) with the Predictor's answer for id given
-// (p, ok) rather than asked for.
-func (s view) posterior(id, bin string, p float64, ok bool) (a, b float64) {
+// as its logit x rather than asked for.
+func (s view) posterior(id, bin string, x float64) (a, b float64) {
 	t := s.e.tasks[id]
 	if t != nil {
 		bin = t.bin
 	}
-	return s.posteriorOf(t, s.e.bins[bin], p, ok)
+	return s.posteriorOf(t, s.e.bins[bin], x)
 }
 
 // posteriorOf is posterior for a task whose belief is t (nil: never
 // observed) in a bin whose evidence is ev (nil: none yet), as the
 // estimate holds them.
-func (s view) posteriorOf(t *taskBelief, ev *evidence, p float64, ok bool) (a, b float64) {
+func (s view) posteriorOf(t *taskBelief, ev *evidence, x float64) (a, b float64) {
 	var bp binPrior
 	switch {
 	case ev == nil:
@@ -294,9 +308,10 @@ func (s view) posteriorOf(t *taskBelief, ev *evidence, p float64, ok bool) (a, b
 		ev.prior, ev.priorView = bp, s.n
 	}
 	if s.e.Predictor == nil {
-		ok = false
+		a, b = bp.a, bp.b
+	} else {
+		a, b = bp.withLogit(x)
 	}
-	a, b = bp.with(p, ok)
 	return posterior(t, a, b)
 }
 

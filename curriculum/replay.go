@@ -333,7 +333,10 @@ func (r *Replay) predict(id string) (float64, bool) {
 }
 
 // predictEntry is predict's answer for a buffered task.
-func (r *Replay) predictEntry(e *entry) float64 { return sigmoid(r.target.a - e.t.Difficulty) }
+func (r *Replay) predictEntry(e *entry) float64 { return sigmoid(r.predictLogit(e)) }
+
+// predictLogit is the logit of predictEntry's answer.
+func (r *Replay) predictLogit(e *entry) float64 { return r.target.a - e.t.Difficulty }
 
 // scoring reads buffered tasks' posteriors off one view of the
 // estimate (each bin's prior computed once), with predict's prediction
@@ -368,12 +371,12 @@ func (c scoring) compute(e *entry) (a, b float64) {
 		e.belief = est.tasks[e.t.ID]
 	}
 	if e.belief != nil && e.belief.bin != e.bin {
-		return c.s.posterior(e.t.ID, e.bin, c.r.predictEntry(e), true)
+		return c.s.posterior(e.t.ID, e.bin, c.r.predictLogit(e))
 	}
 	if e.binEv == nil {
 		e.binEv = est.bins[e.bin]
 	}
-	return c.s.posteriorOf(e.belief, e.binEv, c.r.predictEntry(e), true)
+	return c.s.posteriorOf(e.belief, e.binEv, c.r.predictLogit(e))
 }
 
 // score is r.est.Score(e.t.ID, e.bin); with ReplayConfig.Return, a task

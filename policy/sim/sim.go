@@ -123,12 +123,22 @@ func (p Policy) Act(ctx context.Context, obs []env.Observation, acts []env.Actio
 	if p.Oracle == nil {
 		return errors.New("sim policy: no oracle")
 	}
+	var (
+		fix    Fix
+		ok     bool
+		lastID string
+	)
 	for i := range obs {
 		o := &obs[i]
 		if o.Task == nil {
 			return fmt.Errorf("sim policy: episode %d: the observation names no task", o.Episode)
 		}
-		fix, ok := p.Oracle.Lookup(o.Task.ID)
+		// A group's episodes step together, so a batch holds runs of one
+		// task: look each run up once.
+		if i == 0 || o.Task.ID != lastID {
+			fix, ok = p.Oracle.Lookup(o.Task.ID)
+			lastID = o.Task.ID
+		}
 		if !ok || len(fix.Files) == 0 {
 			return fmt.Errorf("sim policy: episode %d: the oracle does not know task %q", o.Episode, o.Task.ID)
 		}

@@ -56,9 +56,13 @@ type RealOptions struct {
 	// as Options.Start).
 	Start string `json:"-"`
 	// TryCost is frog train's --try-cost (actors.Config.TryCost).
-	TryCost  float64         `json:"try_cost"`
-	Device   string          `json:"device"`
-	TaskOpts taskenv.Options `json:"task_options"`
+	TryCost float64 `json:"try_cost"`
+	// BudgetEpisodes counts Options.Budget in episodes, as replay mode
+	// does, rather than in test executions: the unit in which a real run
+	// compares with its replay.
+	BudgetEpisodes bool            `json:"budget_episodes,omitempty"`
+	Device         string          `json:"device"`
+	TaskOpts       taskenv.Options `json:"task_options"`
 }
 
 // TableOptions are the settings only Mode "replay" reads: the replay
@@ -91,4 +95,10 @@ type Deps struct {
 	// Tensor opens the learners' tensor backend of Mode "real" for
 	// RealOptions.Device (cuda.Open), and says why it is the one.
 	Tensor func(device string) (cuda.Backend, string, error)
+}
+
+// budgetEpisodes says whether the budget counts episodes: always in
+// replay mode, in real mode when asked.
+func (o Options) budgetEpisodes() bool {
+	return o.Mode == "replay" || o.Real != nil && o.Real.BudgetEpisodes
 }

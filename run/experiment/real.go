@@ -159,8 +159,9 @@ func fixHeldout(dir string, recs []synth.TaskRecord, checked []actors.EvalTask, 
 
 // Run runs one strategy with one seed: the neural policy trained by GRPO
 // on the training store, the curriculum choosing its tasks, until the
-// budget of test executions is spent; then the policy of each point of
-// the curve is evaluated, greedy, on the held-out tasks.
+// budget of test executions (or of episodes, RealOptions.BudgetEpisodes)
+// is spent; then the policy of each point of the curve is evaluated,
+// greedy, on the held-out tasks.
 //
 // Every run has its own harness and outcome cache, so that no run is
 // answered from an earlier run's tests: the budget counts the tests a run
@@ -195,20 +196,25 @@ func (x *Real) Run(ctx context.Context, a Arm, seed uint64) (Result, error) {
 	defer learner.Close()
 
 	// The curve's points: the policy applied when the run had spent
-	// budget·i/points test executions.
+	// budget·i/points test executions (or episodes).
 	pts := newPoints(o.Budget, o.Points, learner.Current)
 	var (
-		execs     atomic.Int64
-		drainOnce sync.Once
-		tasks     = newDistinct()
+		execs, episodes atomic.Int64
+		drainOnce       sync.Once
+		tasks           = newDistinct()
 	)
+	spent := &execs
 	drain := make(chan struct{})
 	cfg := actors.DefaultConfig()
 	cfg.Run = name
-	// The drain ends admission at the budget. Cached answers are free, so
-	// episodes are bounded too (maxRealEpisodes), in case a run's tasks
-	// all come to be answered from its cache.
+	// The drain ends admission at a budget of test executions. Cached
+	// answers are free, so episodes are bounded too (maxRealEpisodes), in
+	// case a run's tasks all come to be answered from its cache. A budget
+	// of episodes is the run's episodes, every one charged.
 	cfg.Episodes, cfg.Concurrency, cfg.GroupSize, cfg.GroupsPerUpdate, cfg.TaskRefill = maxRealEpisodes, o.Concurrency, o.GroupSize, o.GroupsPer, o.TaskRefill
+	if o.Real.BudgetEpisodes {
+		cfg.Episodes, spent = o.Budget, &episodes
+	}
 	cfg.MaxTries, cfg.MaxSteps, cfg.RefillZeroVariance = o.Real.Tries, env.StepsForTries(o.Real.Tries), o.refill(a)
 	cfg.TryCost = o.Real.TryCost
 	deps := actors.Deps{
@@ -216,15 +222,16 @@ func (x *Real) Run(ctx context.Context, a Arm, seed uint64) (Result, error) {
 		Log: x.log.Level(zerolog.WarnLevel), Drain: drain,
 		OnEpisode: func(r *actors.EpisodeResult) {
 			tasks.add(r)
-			if r.Trajectory != nil && execs.Add(int64(r.Trajectory.Executions)) >= o.Budget {
+			episodes.Add(1)
+			if r.Trajectory != nil && execs.Add(int64(r.Trajectory.Executions)) >= o.Budget && !o.Real.BudgetEpisodes {
 				drainOnce.Do(func() { close(drain) })
 			}
 		},
 		OnUpdate: func(u actors.UpdateRecord) {
-			e := execs.Load()
+			e := spent.Load()
 			pts.reach(e, func(i int) {
-				x.log.Info().Str("strategy", strategy).Uint64("seed", seed).Int64("test_executions", e).Int64("update", u.Update).
-					Float64("seconds", time.Since(start).Seconds()).Msgf("point %d of %d reached", i, o.Points)
+				x.log.Info().Str("strategy", strategy).Uint64("seed", seed).Int64("test_executions", execs.Load()).Int64("episodes", episodes.Load()).
+					Int64("update", u.Update).Float64("seconds", time.Since(start).Seconds()).Msgf("point %d of %d reached", i, o.Points)
 			})
 		},
 	}
@@ -233,7 +240,7 @@ func (x *Real) Run(ctx context.Context, a Arm, seed uint64) (Result, error) {
 		return Result{}, err
 	}
 	xs, snaps := pts.rest()
-	r := newResult(o, x.deps.Version, strategy, seed, execs.Load(), sum, len(x.heldout))
+	r := newResult(o, x.deps.Version, strategy, seed, spent.Load(), sum, len(x.heldout))
 	r.Quarantined = len(q.Quarantined())
 	r.Distinct = tasks.n()
 	r.TrainSeconds = time.Since(start).Seconds()

@@ -19,7 +19,8 @@ type Result struct {
 	Seed     uint64 `json:"seed"`
 	// Budget and Executions count what the mode's budget counts: test
 	// executions, or episodes in Mode "replay" (a replayed verdict runs no
-	// test); so do Reach and CurveX.
+	// test) and in real mode with RealOptions.BudgetEpisodes; so do Reach
+	// and CurveX.
 	Budget     int64   `json:"budget"`
 	Executions int64   `json:"test_executions"`
 	Episodes   int64   `json:"episodes"`

@@ -113,7 +113,10 @@ func finalRanks(rs []Result, rng *rand.Rand) (*Ranks, []Ranks) {
 // Table is an experiment's summary: a row per strategy, in the order the
 // results first name them.
 type Table struct {
-	Mode        string  `json:"mode"`
+	Mode string `json:"mode"`
+	// Episodes says the budget counts episodes (replay mode, and real
+	// mode with RealOptions.BudgetEpisodes).
+	Episodes    bool    `json:"budget_episodes,omitempty"`
 	Budget      int64   `json:"budget"`
 	TargetSolve float64 `json:"target_solve"`
 	Heldout     int     `json:"heldout_tasks"`
@@ -142,7 +145,7 @@ func Summarize(results []Result, o Options) Table {
 	for _, r := range by[curriculum.StrategyUniform] {
 		uniform[r.Seed] = r
 	}
-	tab := Table{Mode: o.Mode, Budget: o.Budget, TargetSolve: o.TargetSolve, Heldout: o.Heldout, Dir: o.Dir}
+	tab := Table{Mode: o.Mode, Episodes: o.budgetEpisodes(), Budget: o.Budget, TargetSolve: o.TargetSolve, Heldout: o.Heldout, Dir: o.Dir}
 	for _, r := range results {
 		if r.HeldoutTasks > 0 && r.Budget == o.Budget {
 			tab.Heldout = r.HeldoutTasks // what was played: the check may have quarantined some
@@ -216,9 +219,10 @@ func firstTry(r Result) float64 {
 }
 
 // unit is what a budget counts: episodes in a replay (a replayed
-// verdict runs no test), test executions otherwise; and its short name.
+// verdict runs no test) or where a real experiment asked for them, test
+// executions otherwise; and its short name.
 func (t Table) unit() (string, string) {
-	if t.Mode == "replay" {
+	if t.Mode == "replay" || t.Episodes {
 		return "episodes", "episodes"
 	}
 	return "test executions", "execs"

@@ -72,7 +72,9 @@ real sandboxes (--sandbox, process by default) and judged by their own tests.
 The budget counts the test executions a run's harness ran: each run has its own
 outcome cache, whose answers are free (--no-outcome-cache counts every one);
 admission stops at the budget and the episodes then running finish (the
-results say by how much they overshot). The held-out tasks (--heldout of
+results say by how much they overshot). With --budget-episodes it counts
+episodes instead, every one charged, as a replay's does: the unit in which a
+real run is compared with its replay. The held-out tasks (--heldout of
 --heldout-tasks, a fixed sample from modules never trained on; the tasks the
 first invocation's check kept are recorded in heldout.json and played by every
 later one) are played greedily, --eval-tries tries each, by the policy of each
@@ -153,6 +155,9 @@ func prepareExperiment(c *cobra.Command, o *experiment.Options, tables experimen
 	}
 	if o.Mode != envReplay && (tables.Table != "" || tables.HeldoutTable != "") {
 		return usagef("--table and --heldout-table: only with --mode replay")
+	}
+	if o.Mode != "real" && c.Flags().Changed("budget-episodes") {
+		return usagef("--budget-episodes: only with --mode real (a replay's budget always counts episodes; a simulation's counts test executions)")
 	}
 	return validateExperiment(o)
 }
@@ -239,6 +244,7 @@ func realFlags(f *pflag.FlagSet, r *experiment.RealOptions) {
 	f.Float64Var(&r.TryCost, "try-cost", defaultTryCost, "real: what GRPO takes off a rewarded rollout's return per try beyond the first, as in frog train (0: compare 0/1 rewards, as experiments made before the flag did)")
 	f.StringVar(&r.Start, "start", neural.StartPrior, "real, replay: where every run's network starts, prior or scratch (as frog train --start; --lr and --credit still apply)")
 	f.StringVar(&r.Learner.Credit, "credit", r.Learner.Credit, "real: what each decision is advantaged by, as in frog train: episode or try")
+	f.BoolVar(&r.BudgetEpisodes, "budget-episodes", false, "real: count --budget in episodes, every one charged (those of groups dropped for want of signal included), as replay mode does, rather than in test executions: how a real run is compared with its replay")
 	(*sandboxOptions)(&r.Sandbox).flags(f, "process")
 	(*taskOptions)(&r.TaskOpts).flags(f)
 }

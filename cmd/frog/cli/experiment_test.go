@@ -133,6 +133,25 @@ func TestExperimentCurriculumReal(t *testing.T) {
 	if again, _ := experiment.ReadResults(dir); len(again) != 2 {
 		t.Errorf("a second invocation left %d runs; want the same 2", len(again))
 	}
+
+	// With --budget-episodes the budget is the run's episodes, every one
+	// charged, and the curve's points fall on them.
+	const episodes = 12
+	edir := filepath.Join(tmp, "exp-episodes")
+	eargs := slices.Clone(args)
+	eargs[slices.Index(eargs, "--budget")+1] = fmt.Sprint(episodes)
+	eargs[slices.Index(eargs, "--strategies")+1] = "uniform"
+	eargs[slices.Index(eargs, "--dir")+1] = edir
+	if tab := runJSON(t, append(eargs, "--budget-episodes")...); tab["budget_episodes"] != true {
+		t.Errorf("the table of a budget in episodes: budget_episodes %v; want it said", tab["budget_episodes"])
+	}
+	results, err = experiment.ReadResults(edir)
+	if err != nil || len(results) != 1 {
+		t.Fatalf("results.jsonl: %d runs, %v; want 1", len(results), err)
+	}
+	if r := results[0]; r.Episodes != episodes || r.Executions != episodes || !slices.Equal(r.CurveX, []int64{0, episodes / 2, episodes}) {
+		t.Errorf("budget of %d episodes: %d episodes, %d counted, curve at %v; want the budget, its halves", episodes, r.Episodes, r.Executions, r.CurveX)
+	}
 }
 
 // TestExperimentRefusesBadArms checks that an arm the experiment cannot
@@ -144,6 +163,7 @@ func TestExperimentRefusesBadArms(t *testing.T) {
 		{"--strategies", "frontier:t=0"},
 		{"--strategies", "nosuch"},
 		{"--mode", "real", "--tasks", "x.jsonl", "--start", "middle"},
+		{"--budget-episodes"}, // sim mode
 	} {
 		dir := filepath.Join(t.TempDir(), "exp")
 		var out, errb bytes.Buffer

@@ -206,7 +206,7 @@ func TestTrainWithDockerWorkers(t *testing.T) {
 	trainer := startFrogIn(t, dir, env, "train", "--tasks", "tasks.jsonl", "--local", tiny, "--workspaces", "ws", "--heldout", "",
 		"--episodes", "400", "--group-size", "2", "--sandbox", "docker", "--device", "cpu", "--concurrency", "2", "--name", run,
 		"--listen", addr, "--local-slots", "0", "--await-workers", "1")
-	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "2", "--workspaces", "ws-w1")
+	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--join-timeout", "10m", "--slots", "2", "--workspaces", "ws-w1")
 	worker.await(t, "joined the trainer", 2*time.Minute)
 	time.Sleep(3 * time.Second)
 	if err := trainer.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -251,8 +251,11 @@ func trainWithWorkers(t *testing.T, kind string) (dir string, env []string, tiny
 		"--heldout-n", "1", "--baselines", "fl-feedback", "--episodes", "12", "--group-size", "2", "--groups-per-update", "1",
 		"--refill-zero-variance=false", "--sandbox", kind, "--device", "cpu", "--concurrency", "4", "--name", "r-"+kind, "--json",
 		"--listen", addr, "--local-slots", "0", "--await-workers", "2")
+	// The trainer checks its tasks and evaluates before it listens: over
+	// the workers' default minute of asking on a loaded machine, so they
+	// ask for as long as the trainer is given.
 	for _, name := range []string{"w1", "w2"} {
-		startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "2", "--name", name, "--workspaces", "ws-"+name)
+		startFrogIn(t, dir, env, "worker", "--join", addr, "--join-timeout", "10m", "--slots", "2", "--name", name, "--workspaces", "ws-"+name)
 	}
 	if code := trainer.wait(t, 10*time.Minute); code != 0 {
 		t.Fatalf("trainer exited %d; stderr:\n%s", code, trainer.stderr.String())
@@ -310,7 +313,7 @@ func TestTrainLLMWithWorkers(t *testing.T) {
 		"--local", tiny, "--workspaces", "ws", "--episodes", "8", "--group-size", "2", "--groups-per-update", "2", "--concurrency", "4",
 		"--sandbox", "process", "--max-turns", "4", "--run-dir", "run", "--json", "--log-level", "warn",
 		"--listen", addr, "--local-slots", "0", "--await-workers", "1")
-	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "4", "--name", "w1", "--workspaces", "ws-w1")
+	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--join-timeout", "10m", "--slots", "4", "--name", "w1", "--workspaces", "ws-w1")
 	if code := trainer.wait(t, 5*time.Minute); code != 0 {
 		t.Fatalf("trainer exited %d; stderr:\n%s\nworker:\n%s", code, trainer.stderr.String(), worker.stderr.String())
 	}
@@ -337,7 +340,7 @@ func TestTrainLLMWithWorkers(t *testing.T) {
 	roll := startFrogIn(t, dir, env, "rollout", "--base-url", srv.BaseURL(), "--model", "test-model", "--tasks", "tasks.jsonl",
 		"--local", tiny, "--workspaces", "ws", "--group-size", "2", "--concurrency", "4", "--sandbox", "process", "--max-turns", "4",
 		"--out", "rollout", "--json", "--log-level", "warn", "--listen", addr, "--local-slots", "0", "--await-workers", "1")
-	worker = startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "4", "--name", "w2", "--workspaces", "ws-w2")
+	worker = startFrogIn(t, dir, env, "worker", "--join", addr, "--join-timeout", "10m", "--slots", "4", "--name", "w2", "--workspaces", "ws-w2")
 	if code := roll.wait(t, 5*time.Minute); code != 0 {
 		t.Fatalf("rollout exited %d; stderr:\n%s\nworker:\n%s", code, roll.stderr.String(), worker.stderr.String())
 	}
@@ -385,7 +388,7 @@ func TestEvalWithWorkers(t *testing.T) {
 	local := eval(startFrogIn(t, dir, env, append(args, "--workspaces", "ws")...))
 	addr := freeAddr(t)
 	trainer := startFrogIn(t, dir, env, append(args, "--workspaces", "ws", "--listen", addr, "--local-slots", "0", "--await-workers", "1")...)
-	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--slots", "2", "--name", "w1", "--workspaces", "ws-w1", "--json")
+	worker := startFrogIn(t, dir, env, "worker", "--join", addr, "--join-timeout", "10m", "--slots", "2", "--name", "w1", "--workspaces", "ws-w1", "--json")
 	remote := eval(trainer)
 	if code := worker.wait(t, time.Minute); code != 0 {
 		t.Fatalf("worker exited %d; stderr:\n%s", code, worker.stderr.String())

@@ -329,13 +329,10 @@ func (r *Replay) predict(id string) (float64, bool) {
 	if e == nil {
 		return 0, false
 	}
-	return r.predictEntry(e), true
+	return sigmoid(r.predictLogit(e)), true
 }
 
-// predictEntry is predict's answer for a buffered task.
-func (r *Replay) predictEntry(e *entry) float64 { return sigmoid(r.predictLogit(e)) }
-
-// predictLogit is the logit of predictEntry's answer.
+// predictLogit is the logit of predict's answer for a buffered task.
 func (r *Replay) predictLogit(e *entry) float64 { return r.target.a - e.t.Difficulty }
 
 // scoring reads buffered tasks' posteriors off one view of the

@@ -393,10 +393,10 @@ func TestScoringAgreesWithTheEstimate(t *testing.T) {
 			ga, gb := sc.posterior(e)
 			// The snapshot takes the prediction's logit where the estimate
 			// takes its probability: the two agree to rounding.
-			if !rounding(a, ga) || !rounding(b, gb) {
+			if !near(a, ga) || !near(b, gb) {
 				t.Errorf("%s: %s: snapshot Beta(%v, %v), estimate Beta(%v, %v)", when, e.t.ID, ga, gb, a, b)
 			}
-			if got, want := sc.score(e), r.est.Score(e.t.ID, e.bin); !rounding(got, want) {
+			if got, want := sc.score(e), r.est.Score(e.t.ID, e.bin); !near(got, want) {
 				t.Errorf("%s: %s: snapshot score %v, estimate %v", when, e.t.ID, got, want)
 			}
 			if got, want := r.tries(e), r.est.Tries(e.t.ID); got != want {
@@ -507,6 +507,3 @@ func TestReturnKeepsSolvedTasksThatStillTeach(t *testing.T) {
 		}
 	}
 }
-
-// rounding reports whether x and y agree to rounding (a relative 1e-12).
-func rounding(x, y float64) bool { return math.Abs(x-y) <= 1e-12*math.Max(math.Abs(x), math.Abs(y)) }

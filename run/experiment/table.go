@@ -218,11 +218,10 @@ func firstTry(r Result) float64 {
 	return -1
 }
 
-// unit is what a budget counts: episodes in a replay (a replayed
-// verdict runs no test) or where a real experiment asked for them, test
+// unit is what a budget counts: episodes (Table.Episodes), test
 // executions otherwise; and its short name.
 func (t Table) unit() (string, string) {
-	if t.Mode == "replay" || t.Episodes {
+	if t.Episodes {
 		return "episodes", "episodes"
 	}
 	return "test executions", "execs"

@@ -181,6 +181,7 @@ type workerRef struct {
 	// RunBatches, where it sends its DoneBatches.
 	link      *actor.PID
 	name      string
+	joinID    uint64 // the join_id of the Join accepted
 	slots     int
 	running   int
 	episodes  int64
@@ -368,9 +369,16 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 	}
 	key := pidKey(ctx.Sender())
 	if old := s.remote.workers[key]; old != nil {
+		if m.JoinId != 0 && m.JoinId == old.joinID {
+			// The worker asked again before its answer came: the same
+			// worker, its episodes still its own.
+			old.traffic.in(m)
+			old.lastHeard = time.Now()
+			return s.accepted(old)
+		}
 		s.workerLost(ctx, old, "it joined again", false)
 	}
-	w := &workerRef{pid: ctx.Sender(), name: cmp.Or(m.Name, key), slots: int(m.Slots), lastHeard: time.Now()}
+	w := &workerRef{pid: ctx.Sender(), name: cmp.Or(m.Name, key), joinID: m.JoinId, slots: int(m.Slots), lastHeard: time.Now()}
 	w.traffic.in(m)
 	decode, placed, sched, learner := s.remote.decode, s.remote.placed, s.self, s.deps.learner
 	w.link = s.deps.root.Spawn(actor.PropsFromProducer(func() actor.Actor {
@@ -386,6 +394,11 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 		s.log.Info().Int("workers", len(s.remote.workers)).Msg("workers ready: admitting episodes")
 	}
 	ctx.Send(s.self, &pumpNow{})
+	return s.accepted(w)
+}
+
+// accepted is the answer to w's accepted Join, counted in its traffic.
+func (s *scheduler) accepted(w *workerRef) *wire.JoinAnswer {
 	ans := &wire.JoinAnswer{Accepted: true, Schema: wire.Schema, Build: s.remote.cfg.Build, Run: s.remote.spec}
 	w.traffic.out(ans)
 	return ans

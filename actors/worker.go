@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -205,8 +206,11 @@ type worker struct {
 	lastTaskErr error
 	tasks       decodedTasks
 	// encode is where results go to be encoded and sent (encoders).
-	encode    chan<- encodeJob
+	encode chan<- encodeJob
+	// joinStart is when this worker set out to join, joinID the id every
+	// Join it sends until answered repeats (wire.Join's join_id).
 	joinStart time.Time
+	joinID    uint64
 	lastHeard time.Time
 	lastTick  time.Time
 	// ending, once set, says why the worker is ending; rejoin that it
@@ -222,7 +226,7 @@ type worker struct {
 func (w *worker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		w.joinStart = time.Now()
+		w.setOut()
 		w.askJoin(ctx)
 		w.tickLater(ctx, time.Second)
 	case *wire.JoinAnswer:
@@ -273,8 +277,15 @@ func (w *worker) Receive(ctx actor.Context) {
 	}
 }
 
+// setOut starts a join: its clock, and the id its Joins repeat so that
+// the trainer knows a repeat from a worker that joins anew.
+func (w *worker) setOut() {
+	w.joinStart = time.Now()
+	w.joinID = rand.Uint64() | 1
+}
+
 func (w *worker) askJoin(ctx actor.Context) {
-	ctx.Request(w.trainer, &wire.Join{Schema: wire.Schema, Build: w.cfg.Build, Name: w.cfg.Name, Slots: int32(w.cfg.Slots)})
+	ctx.Request(w.trainer, &wire.Join{Schema: wire.Schema, Build: w.cfg.Build, Name: w.cfg.Name, Slots: int32(w.cfg.Slots), JoinId: w.joinID})
 }
 
 func (w *worker) tickLater(ctx actor.Context, d time.Duration) {
@@ -688,7 +699,7 @@ func (w *worker) ended(ctx actor.Context) {
 			}
 		}
 		w.havePol, w.version, w.pulled = false, 0, 0
-		w.joinStart = time.Now()
+		w.setOut()
 		w.askJoin(ctx)
 		return
 	}

@@ -41,7 +41,14 @@ type Join struct {
 	// slots is the most episodes the worker runs at once.
 	Slots int32 `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
 	// sandbox is the kind of sandbox the worker opens (sim, process, docker).
-	Sandbox       string `protobuf:"bytes,5,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Sandbox string `protobuf:"bytes,5,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// join_id is drawn anew each time a worker sets out to join (when it
+	// starts, and again for a run after one it left) and repeated in every
+	// Join it sends until one is answered. A Join that repeats the join_id of
+	// a worker the trainer has accepted is that worker asking again because
+	// its answer was slow: the trainer answers it as before and counts no
+	// loss. Zero is never drawn (a worker that sends none is new each time).
+	JoinId        uint64 `protobuf:"varint,6,opt,name=join_id,json=joinId,proto3" json:"join_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -109,6 +116,13 @@ func (x *Join) GetSandbox() string {
 		return x.Sandbox
 	}
 	return ""
+}
+
+func (x *Join) GetJoinId() uint64 {
+	if x != nil {
+		return x.JoinId
+	}
+	return 0
 }
 
 // JoinAnswer accepts or refuses a Join (trainer -> worker).
@@ -328,13 +342,14 @@ var File_join_proto protoreflect.FileDescriptor
 const file_join_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"join.proto\x12\tfrog.wire\"x\n" +
+	"join.proto\x12\tfrog.wire\"\x91\x01\n" +
 	"\x04Join\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\rR\x06schema\x12\x14\n" +
 	"\x05build\x18\x02 \x01(\tR\x05build\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
 	"\x05slots\x18\x04 \x01(\x05R\x05slots\x12\x18\n" +
-	"\asandbox\x18\x05 \x01(\tR\asandbox\"\x94\x01\n" +
+	"\asandbox\x18\x05 \x01(\tR\asandbox\x12\x17\n" +
+	"\ajoin_id\x18\x06 \x01(\x04R\x06joinId\"\x94\x01\n" +
 	"\n" +
 	"JoinAnswer\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +

@@ -1,0 +1,116 @@
+package remotetest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/frognano/frog/actors/wire"
+)
+
+// joinProbe is a worker that only joins: it sends the trainer each Join
+// the test gives it, as its own request, hands the answers to the test,
+// and answers the trainer's heartbeats so that it is not counted silent.
+// The episodes placed on it never end.
+type joinProbe struct {
+	trainer *actor.PID
+	answers chan *wire.JoinAnswer
+}
+
+func (p *joinProbe) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *wire.Join:
+		c.Request(p.trainer, m)
+	case *wire.JoinAnswer:
+		p.answers <- m
+	case *wire.Heartbeat:
+		c.Request(p.trainer, &wire.Heartbeat{UnixNano: time.Now().UnixNano()})
+	}
+}
+
+// A worker whose answer to its Join is slow asks again with the same
+// join_id: the trainer answers as before and counts neither a second
+// worker nor a loss (a loss would re-admit the worker's episodes, which it
+// still plays). A Join with a new join_id from the same address is a
+// worker started again: the first is lost. This test process is the
+// probe's one remote (two in one process race on gRPC's logger).
+func TestRepeatedJoinIsTheSameWorker(t *testing.T) {
+	addr := freeAddr(t)
+	trainer := startFrog(t, "sim", "--listen", addr, "--local-slots", "4", "--await-workers", "1", "--episodes", "400",
+		"--concurrency", "8", "--time-scale", "0", "--json", "--no-run-dir")
+	system := actor.NewActorSystem()
+	rem := remote.NewRemote(system, remote.Configure("127.0.0.1", 0))
+	rem.Start()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			// Not graceful: its suspension of the reader races (as frog's
+			// own remotes stop).
+			rem.Shutdown(false)
+		}
+	}
+	defer stop()
+	answers := make(chan *wire.JoinAnswer, 64)
+	probe := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &joinProbe{trainer: actor.NewPID(addr, "scheduler"), answers: answers}
+	}))
+	build := cliVersion(t)
+	join := func(id uint64) *wire.Join {
+		return &wire.Join{Schema: wire.Schema, Build: build, Name: "probe", Slots: 2, JoinId: id}
+	}
+	accepted := func(what string, a *wire.JoinAnswer) {
+		t.Helper()
+		if !a.Accepted {
+			t.Fatalf("%s: refused: %s", what, a.Reason)
+		}
+	}
+	// As a worker does: ask until the trainer listens and answers.
+	var first *wire.JoinAnswer
+	for deadline := time.Now().Add(time.Minute); first == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to a join within a minute; trainer's stderr:\n%s", trainer.stderr.String())
+		}
+		system.Root.Send(probe, join(7))
+		select {
+		case first = <-answers:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	accepted("the first join", first)
+	next := func(what string, id uint64) {
+		t.Helper()
+		system.Root.Send(probe, join(id))
+		select {
+		case a := <-answers:
+			accepted(what, a)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: no answer within a minute", what)
+		}
+	}
+	next("the same join again", 7)
+	// Answers to the first loop's repeats may still come.
+	for len(answers) > 0 {
+		accepted("a repeat", <-answers)
+	}
+	next("a join with a new id", 9)
+	stop()
+
+	rep := trainerReport(t, trainer)
+	rs := rep.Scheduler.Remote
+	if e := rep.Episodes; !e.Accounted || e.Admitted != 400 || e.Completed != 400 {
+		t.Errorf("episodes %+v: want 400 admitted and completed", e)
+	}
+	if rs == nil || rs.Joined != 2 || rs.Lost != 2 || len(rs.Workers) != 2 {
+		t.Fatalf("remote %+v: want 2 joined (join ids 7 and 9), both lost", rs)
+	}
+	if w := rs.Workers[0]; w.Lost != "it joined again" || w.MsgsIn < 2 {
+		t.Errorf("the first join: %+v: want lost to the new id, its repeated joins counted in", w)
+	}
+	if w := rs.Workers[1]; !strings.Contains(w.Lost, "connection ended") {
+		t.Errorf("the second join: %+v: want lost when its connection ended", w)
+	}
+}

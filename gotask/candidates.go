@@ -73,7 +73,9 @@ func (h *Harness) savedCandidates(ctx context.Context, ws *env.Workspace, lkey s
 	if self == "" || !ok {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key("cand", t.ID, tk, t.Repo+"@"+t.Version, lkey, self)+".cand.json")
+	// The restore-stmt cap makes another list of the same lines.
+	restore := fmt.Sprint("restore-stmt=", h.cfg.RestoreList)
+	return filepath.Join(h.cfg.BinCache, key("cand", t.ID, tk, t.Repo+"@"+t.Version, lkey, restore, self)+".cand.json")
 }
 
 // executableHash is the hash of the running executable's file, "" when it
@@ -152,9 +154,12 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 			perLine[l] = append(perLine[l], c)
 		}
 	}
-	var out []env.Candidate
+	// The restore-stmt candidates, the most suspicious lines' first up to
+	// the cap, come after every other candidate: a policy that tries the
+	// list in order (fl-greedy) tries the inverse templates as it would
+	// without them, and the borrowed statements, the widest guesses, last.
+	var out, restores []env.Candidate
 	seen := map[env.Line]bool{}
-	restored := 0
 	for _, l := range lines {
 		l.File = path.Clean(l.File)
 		if seen[l] {
@@ -162,15 +167,17 @@ func (h *Harness) candidates(ctx context.Context, ws *env.Workspace, lines []env
 		}
 		seen[l] = true
 		for _, c := range perLine[l] {
-			if c.Op == mutate.OpRestoreStmt {
-				if restored == h.cfg.RestoreList {
-					continue
-				}
-				restored++
+			switch {
+			case c.Op != mutate.OpRestoreStmt:
+				out = append(out, c)
+			case len(restores) < h.cfg.RestoreList:
+				restores = append(restores, c)
 			}
-			c.ID = len(out)
-			out = append(out, c)
 		}
+	}
+	out = append(out, restores...)
+	for i := range out {
+		out[i].ID = i
 	}
 	return out, nil
 }

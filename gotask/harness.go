@@ -95,8 +95,8 @@ type HarnessConfig struct {
 	// RestoreList turns the restore-stmt repairs on (statements put back,
 	// borrowed from the package) and caps them in one list, the most
 	// suspicious lines' first, after every other candidate; 0 leaves them
-	// out. They are off by default
-	// until their ceiling is measured (docs/training.md).
+	// out. They are off by default until their ceiling is measured
+	// (docs/training.md).
 	RestoreList int
 }
 

@@ -2,6 +2,7 @@ package remotetest
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,15 +45,9 @@ func TestRepeatedJoinIsTheSameWorker(t *testing.T) {
 	system := actor.NewActorSystem()
 	rem := remote.NewRemote(system, remote.Configure("127.0.0.1", 0))
 	rem.Start()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			// Not graceful: its suspension of the reader races (as frog's
-			// own remotes stop).
-			rem.Shutdown(false)
-		}
-	}
+	// Not graceful: its suspension of the reader races (as frog's own
+	// remotes stop).
+	stop := sync.OnceFunc(func() { rem.Shutdown(false) })
 	defer stop()
 	answers := make(chan *wire.JoinAnswer, 64)
 	probe := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {

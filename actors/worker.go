@@ -41,11 +41,12 @@ type WorkerConfig struct {
 
 // WorkerDeps are what a worker plays with.
 type WorkerDeps struct {
-	// Codec must be the trainer's.
+	// Codec must be the trainer's. The worker calls it only after Open
+	// has returned, so a codec may depend on what Open opened.
 	Codec Codec
 	// Open makes the environment the trainer's run names (RunSpec.env and
 	// env_config): the sandboxes and, for real tasks, the harness. It is
-	// called once, at the first accepted join.
+	// called once, at the first accepted join, off the worker's actor.
 	Open func(envName string, config []byte) (env.Provider, env.Harness, error)
 	Log  zerolog.Logger
 }
@@ -195,9 +196,13 @@ type worker struct {
 	version int64
 	pulled  int64 // the newest version asked for
 	havePol bool
-	waiting []pendingRun
-	eps     map[uint64]*workerEpisode
-	joined  bool
+	// heldPolicy is the newest policy that came before the environment
+	// was open: the codec may depend on what Open opened, so nothing is
+	// decoded before it returns.
+	heldPolicy *wire.PolicyBlob
+	waiting    []pendingRun
+	eps        map[uint64]*workerEpisode
+	joined     bool
 	// The last task decoded, and its record: a group's episodes share
 	// one, and come in a row. tasks keeps the tasks decoded lately, for
 	// the groups that come back (a curriculum replays its tasks).
@@ -390,6 +395,11 @@ func (w *worker) envOpened(ctx actor.Context, m *envOpened) {
 	}
 	w.prov, w.harness = m.prov, m.harness
 	w.edeps = w.episodeDeps(ctx)
+	if held := w.heldPolicy; held != nil {
+		w.heldPolicy = nil
+		w.policy(ctx, held) // starts the waiting episodes too
+		return
+	}
 	w.startWaiting(ctx)
 }
 
@@ -435,6 +445,12 @@ func (w *worker) pull(ctx actor.Context, version int64) {
 // server and the episodes that waited for it.
 func (w *worker) policy(ctx actor.Context, m *wire.PolicyBlob) {
 	if w.havePol && m.Version <= w.version {
+		return
+	}
+	if w.prov == nil {
+		if w.heldPolicy == nil || m.Version > w.heldPolicy.Version {
+			w.heldPolicy = m
+		}
 		return
 	}
 	pol, err := w.deps.Codec.DecodePolicy(m.Kind, m.Weights)

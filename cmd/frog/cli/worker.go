@@ -321,7 +321,8 @@ func (w *workerEnv) close() {
 	}
 }
 
-// The codec is the environment's; nothing is decoded before open.
+// The codec is the environment's: the worker decodes nothing before
+// open has returned (actors.WorkerDeps.Codec).
 func (w *workerEnv) EncodePolicy(p policy.Policy) (string, []byte, error) {
 	return w.get().EncodePolicy(p)
 }

@@ -37,8 +37,11 @@ func (p *joinProbe) Receive(c actor.Context) {
 // worker nor a loss (a loss would re-admit the worker's episodes, which it
 // still plays). A Join with a new join_id from the same address is a
 // worker started again: the first is lost. This test process is the
-// probe's one remote (two in one process race on gRPC's logger).
+// probe's one remote (ownProcess).
 func TestRepeatedJoinIsTheSameWorker(t *testing.T) {
+	if !ownProcess(t) {
+		return
+	}
 	addr := freeAddr(t)
 	trainer := startFrog(t, "sim", "--listen", addr, "--local-slots", "4", "--await-workers", "1", "--episodes", "400",
 		"--concurrency", "8", "--time-scale", "0", "--json", "--no-run-dir")

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -41,4 +42,32 @@ func tinyAndCaches(tb testing.TB) (tiny string, caches []string) {
 		tb.Fatalf("go env: %q", goenv)
 	}
 	return tiny, []string{"GOCACHE=" + dirs[0], "GOMODCACHE=" + dirs[1]}
+}
+
+// ownProcessEnv names, in a test process started by ownProcess, the test
+// it runs.
+const ownProcessEnv = "FROG_REMOTETEST_OWN_PROCESS"
+
+// ownProcess reports whether this is the test process of t's own; when it
+// is not, it runs t again in one and fails t if that fails. A test that
+// starts a protoactor-go remote in the test process calls it first:
+// remotes in one process, even one after another, race on gRPC's global
+// logger (protoactor-go's Start sets it while the goroutines of another
+// remote read it).
+func ownProcess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(ownProcessEnv) == t.Name() {
+		return true
+	}
+	args := []string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count=1", "-test.v"}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), ownProcessEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s, in a process of its own: %v\n%s", t.Name(), err, out)
+	}
+	return false
 }

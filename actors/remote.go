@@ -353,7 +353,7 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 		s.remote.refused++
 		reason := fmt.Sprintf(format, args...)
 		s.log.Warn().Str("worker", m.Name).Str("reason", reason).Msg("worker refused")
-		return &wire.JoinAnswer{Reason: reason, Schema: wire.Schema, Build: s.remote.cfg.Build}
+		return &wire.JoinAnswer{Reason: reason, Schema: wire.Schema, Build: s.remote.cfg.Build, JoinId: m.JoinId}
 	}
 	switch {
 	case ctx.Sender() == nil:
@@ -399,7 +399,7 @@ func (s *scheduler) join(ctx actor.Context, m *wire.Join) *wire.JoinAnswer {
 
 // accepted is the answer to w's accepted Join, counted in its traffic.
 func (s *scheduler) accepted(w *workerRef) *wire.JoinAnswer {
-	ans := &wire.JoinAnswer{Accepted: true, Schema: wire.Schema, Build: s.remote.cfg.Build, Run: s.remote.spec}
+	ans := &wire.JoinAnswer{Accepted: true, Schema: wire.Schema, Build: s.remote.cfg.Build, Run: s.remote.spec, JoinId: w.joinID}
 	w.traffic.out(ans)
 	return ans
 }

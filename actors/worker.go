@@ -339,6 +339,9 @@ func (w *worker) joinAnswer(ctx actor.Context, m *wire.JoinAnswer) {
 	if w.joined || w.ending != "" {
 		return
 	}
+	if m.JoinId != 0 && m.JoinId != w.joinID {
+		return // a late answer to a join made before this one
+	}
 	if !m.Accepted {
 		w.end(ctx, "refused", fmt.Errorf("%w: %s", ErrRefused, m.Reason), false)
 		return

@@ -135,7 +135,11 @@ type JoinAnswer struct {
 	Build  string `protobuf:"bytes,4,opt,name=build,proto3" json:"build,omitempty"`
 	// run is what the worker must know to play the run's episodes; set when
 	// accepted.
-	Run           *RunSpec `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
+	Run *RunSpec `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
+	// join_id repeats the answered Join's join_id, so that a worker tells
+	// the answer to the Join it makes now from a late answer to one it made
+	// before (a repeat, or a join before it left a run).
+	JoinId        uint64 `protobuf:"varint,6,opt,name=join_id,json=joinId,proto3" json:"join_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -203,6 +207,13 @@ func (x *JoinAnswer) GetRun() *RunSpec {
 		return x.Run
 	}
 	return nil
+}
+
+func (x *JoinAnswer) GetJoinId() uint64 {
+	if x != nil {
+		return x.JoinId
+	}
+	return 0
 }
 
 // RunSpec is the run a worker joins: its name, the bounds of an episode,
@@ -349,14 +360,15 @@ const file_join_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
 	"\x05slots\x18\x04 \x01(\x05R\x05slots\x12\x18\n" +
 	"\asandbox\x18\x05 \x01(\tR\asandbox\x12\x17\n" +
-	"\ajoin_id\x18\x06 \x01(\x04R\x06joinId\"\x94\x01\n" +
+	"\ajoin_id\x18\x06 \x01(\x04R\x06joinId\"\xad\x01\n" +
 	"\n" +
 	"JoinAnswer\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +
 	"\x06schema\x18\x03 \x01(\rR\x06schema\x12\x14\n" +
 	"\x05build\x18\x04 \x01(\tR\x05build\x12$\n" +
-	"\x03run\x18\x05 \x01(\v2\x12.frog.wire.RunSpecR\x03run\"\xe4\x02\n" +
+	"\x03run\x18\x05 \x01(\v2\x12.frog.wire.RunSpecR\x03run\x12\x17\n" +
+	"\ajoin_id\x18\x06 \x01(\x04R\x06joinId\"\xe4\x02\n" +
 	"\aRunSpec\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\tR\x03run\x12\x1b\n" +
 	"\tmax_steps\x18\x02 \x01(\x05R\bmaxSteps\x12\x1b\n" +

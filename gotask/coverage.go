@@ -102,8 +102,13 @@ func (h *Harness) hostCoverBin(ctx context.Context, sb env.Sandbox, t *env.Task)
 	if !ok {
 		return ""
 	}
-	return filepath.Join(h.cfg.BinCache, key(t.ID, tk, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-count")+".test")
+	return filepath.Join(h.cfg.BinCache, key(t.ID, tk, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-count", coverMainVersion)+".test")
 }
+
+// coverMainVersion names the version of frog's TestMain in the keys of
+// the coverage binaries the binary cache keeps (2: a panicking test fails
+// instead of ending the process).
+const coverMainVersion = "main-2"
 
 // coverBin is where a sandbox's coverage test binary is built, relative
 // to the workspace.

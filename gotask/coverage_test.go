@@ -10,8 +10,9 @@ import (
 	"github.com/frognano/frog/gotask/gotest"
 )
 
-// covFixture writes a module with package p (no TestMain; TestExit ends
-// the process) and package q (a TestMain of its own) into sb.
+// covFixture writes a module with package p (no TestMain; TestPanic
+// panics, TestExit ends the process) and package q (a TestMain of its own)
+// into sb.
 func covFixture(t *testing.T, sb env.Sandbox) {
 	t.Helper()
 	files := map[string]string{
@@ -49,6 +50,11 @@ func TestPristine(t *testing.T) {
 	}
 	G(5)
 }
+func TestPanic(t *testing.T) {
+	G(12)
+	var m map[int]int
+	m[0] = 1
+}
 func TestExit(t *testing.T) { G(11); os.Exit(3) }
 func TestC(t *testing.T) { G(1) }
 `,
@@ -85,8 +91,10 @@ func lines(bs []gotest.Block) []int {
 
 // TestCoverTestsFallsBack: a package with a TestMain of its own is built
 // without frog's and measured a process a test; a test that ends the
-// process leaves the tests after it to a process each; every test's
-// coverage is still its own.
+// process leaves the tests after it to a process each; a test that panics
+// fails, with its coverage up to the panic (before frog's TestMain
+// recovered it, it ended the process and had none); every test's coverage
+// is still its own.
 func TestCoverTestsFallsBack(t *testing.T) {
 	ctx := context.Background()
 	sb := sandbox(t)
@@ -99,8 +107,9 @@ func TestCoverTestsFallsBack(t *testing.T) {
 		want      map[string][]int
 		exit      map[string]int
 	}{
-		{"p", "p/p.go", []string{"TestA", "TestB", "TestPristine", "TestExit", "TestC"}, true,
-			map[string][]int{"TestA": {3, 4, 5, 6}, "TestB": {3, 4, 7}, "TestPristine": {10, 11, 14}, "TestC": {10, 11, 14}}, map[string]int{"TestExit": 3}},
+		{"p", "p/p.go", []string{"TestA", "TestB", "TestPristine", "TestPanic", "TestExit", "TestC"}, true,
+			map[string][]int{"TestA": {3, 4, 5, 6}, "TestB": {3, 4, 7}, "TestPristine": {10, 11, 14}, "TestPanic": {10, 11, 12, 13}, "TestC": {10, 11, 14}},
+			map[string]int{"TestPanic": 1, "TestExit": 3}},
 		{"q", "q/q.go", []string{"TestH", "TestI"}, false,
 			map[string][]int{"TestH": {3, 4, 5, 6}, "TestI": {3, 4, 7}}, nil},
 	} {
@@ -118,10 +127,10 @@ func TestCoverTestsFallsBack(t *testing.T) {
 			if !run.Ran || run.Exit != c.exit[test] {
 				t.Errorf("%s %s: ran %v, exit %d; want exit %d", c.pkg, test, run.Ran, run.Exit, c.exit[test])
 			}
-			if alone := !c.once || test == "TestExit" || test == "TestPristine"; run.Alone != alone {
+			if alone := !c.once || test == "TestExit" || test == "TestPristine" || test == "TestPanic"; run.Alone != alone {
 				t.Errorf("%s %s: in a process of its own %v, want %v", c.pkg, test, run.Alone, alone)
 			}
-			if want, ok := c.want[test]; ok && !slices.Equal(lines(run.Blocks), want) {
+			if want, ok := c.want[test]; ok && (!run.Profiled || !slices.Equal(lines(run.Blocks), want)) {
 				t.Errorf("%s %s: covers lines %v, want %v", c.pkg, test, lines(run.Blocks), want)
 			}
 		}
@@ -129,8 +138,8 @@ func TestCoverTestsFallsBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if started != c.once || c.once && len(once) != 3 {
-			t.Errorf("%s: one process started %v, measured %d tests; want %v and the 3 before TestExit", c.pkg, started, len(once), c.once)
+		if started != c.once || c.once && len(once) != 4 {
+			t.Errorf("%s: one process started %v, measured %d tests; want %v and the 4 before TestExit", c.pkg, started, len(once), c.once)
 		}
 	}
 }

@@ -46,8 +46,12 @@ type TestCover struct {
 // test leaves running is credited to the tests after it. A test that
 // fails there runs again alone, and that run stands (pflag's
 // TestEverything fails after tests that set its flags). A test the binary
-// dies in (a panic, os.Exit, a time-out) runs again alone, and the tests
-// after it in one process again. A package with a TestMain of its own, or
+// dies in (os.Exit, a time-out, a panic outside the test's goroutine)
+// runs again alone, and the tests after it in one process again. A panic
+// in a test's own goroutine does not end the process: frog's TestMain
+// wraps each test so that it fails instead, and its coverage up to the
+// panic is written like any failing test's (spectrum fault localisation
+// needs it: a failing test without coverage points at no line). A package with a TestMain of its own, or
 // a testing package whose M has no afterOnce: its tests run a process
 // each, as before.
 
@@ -66,6 +70,7 @@ import (
 	frogfmt "fmt"
 	frogos "os"
 	frogreflect "reflect"
+	frogdebug "runtime/debug"
 	frogstrings "strings"
 	frogsync "sync"
 	frogtesting "testing"
@@ -73,6 +78,7 @@ import (
 )
 
 func TestMain(m *frogtesting.M) {
+	frogRecoverTests(m)
 	list := frogos.Getenv("FROG_COVER_EACH")
 	if list == "" {
 		frogos.Exit(m.Run())
@@ -116,6 +122,27 @@ func TestMain(m *frogtesting.M) {
 	}
 	out.Close()
 	frogos.Exit(0)
+}
+
+// frogRecoverTests makes a test that panics fail instead of ending the
+// process, so that what it ran up to the panic is written to the profile.
+func frogRecoverTests(m *frogtesting.M) {
+	f := frogreflect.ValueOf(m).Elem().FieldByName("tests")
+	if !f.IsValid() || f.Type() != frogreflect.TypeOf([]frogtesting.InternalTest(nil)) {
+		return
+	}
+	tests := *(*[]frogtesting.InternalTest)(frogunsafe.Pointer(f.UnsafeAddr()))
+	for i := range tests {
+		run := tests[i].F
+		tests[i].F = func(t *frogtesting.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("panic: %v [recovered by frog's coverage run]\n%s", r, frogdebug.Stack())
+				}
+			}()
+			run(t)
+		}
+	}
 }
 `)
 }

@@ -105,10 +105,11 @@ func (h *Harness) hostCoverBin(ctx context.Context, sb env.Sandbox, t *env.Task)
 	return filepath.Join(h.cfg.BinCache, key(t.ID, tk, t.Repo+"@"+t.Version, t.Dir(), runtime.Version(), "cover-count", coverMainVersion)+".test")
 }
 
-// coverMainVersion names the version of frog's TestMain in the keys of
-// the coverage binaries the binary cache keeps (2: a panicking test fails
-// instead of ending the process).
-const coverMainVersion = "main-2"
+// coverMainVersion is part of the key of every coverage binary the
+// binary cache keeps: change it whenever frog's TestMain
+// (gotest.BuildCoverBinary) changes, so that no binary built with another
+// is reused.
+const coverMainVersion = "main-3"
 
 // coverBin is where a sandbox's coverage test binary is built, relative
 // to the workspace.

@@ -2,7 +2,9 @@ package gotask
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +143,48 @@ func TestCoverTestsFallsBack(t *testing.T) {
 		if started != c.once || c.once && len(once) != 4 {
 			t.Errorf("%s: one process started %v, measured %d tests; want %v and the 4 before TestExit", c.pkg, started, len(once), c.once)
 		}
+	}
+}
+
+// The check's coverage binary answers the starting state's run_tests
+// (checkedRun). A test that panics there fails instead of ending the
+// process, and is still reported as go test reports it: a panic, its
+// message the panic's, its frames in the package, no line of frog's
+// TestMain.
+func TestCoverBinaryReportsAPanicAsGoTest(t *testing.T) {
+	ctx := context.Background()
+	sb := sandbox(t)
+	covFixture(t, sb)
+	h := NewHarness(nil, HarnessConfig{})
+	task := &env.Task{ID: "p", File: "p/p.go", TestCmd: []string{"go", "test", "./p"}}
+	if r, err := h.buildCover(ctx, sb, env.NewWorkspace(task)); err != nil || r.Exit != 0 {
+		t.Fatalf("build: %v %s", err, r.Out)
+	}
+	tests := []string{"TestPanic"}
+	fromBin, err := h.runBinary(ctx, sb, "p", "../"+coverBin, tests, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromGo, err := h.goTestRun(ctx, sb, task, tests, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := report(fromBin, "p"), report(fromGo, "p")
+	if len(got.Tests) != 1 || len(want.Tests) != 1 {
+		t.Fatalf("reports: %+v and %+v, want TestPanic in each", got, want)
+	}
+	g, w := got.Tests[0], want.Tests[0]
+	if g.Status != env.TestPanic || w.Status != env.TestPanic {
+		t.Errorf("status %q from the coverage binary, %q from go test; want panic", g.Status, w.Status)
+	}
+	if first := func(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }; !strings.HasPrefix(first(g.Message), "panic: assignment to entry in nil map") ||
+		!strings.HasPrefix(first(w.Message), "panic: assignment to entry in nil map") {
+		t.Errorf("messages begin %q and %q; want the panic's", first(g.Message), first(w.Message))
+	}
+	if g.File != w.File || g.Line != w.Line || !reflect.DeepEqual(g.Frames, w.Frames) || len(g.Frames) == 0 {
+		t.Errorf("from the coverage binary: %s:%d, frames %+v\ngo test: %s:%d, frames %+v", g.File, g.Line, g.Frames, w.File, w.Line, w.Frames)
+	}
+	if strings.Contains(g.Message, "frog") {
+		t.Errorf("the message names frog's TestMain:\n%s", g.Message)
 	}
 }

@@ -49,11 +49,11 @@ type TestCover struct {
 // dies in (os.Exit, a time-out, a panic outside the test's goroutine)
 // runs again alone, and the tests after it in one process again. A panic
 // in a test's own goroutine does not end the process: frog's TestMain
-// wraps each test so that it fails instead, and its coverage up to the
-// panic is written like any failing test's (spectrum fault localisation
-// needs it: a failing test without coverage points at no line). A package with a TestMain of its own, or
-// a testing package whose M has no afterOnce: its tests run a process
-// each, as before.
+// wraps each test so that it fails instead, reported as a panic, and its
+// coverage up to the panic is written like any failing test's (spectrum
+// fault localisation needs it: a failing test without coverage points at
+// no line). A package with a TestMain of its own, or a testing package
+// whose M has no afterOnce: its tests run a process each, as before.
 
 // coverMainFile is the name of frog's TestMain file in the package.
 const coverMainFile = "frog_cover_main_test.go"
@@ -126,6 +126,8 @@ func TestMain(m *frogtesting.M) {
 
 // frogRecoverTests makes a test that panics fail instead of ending the
 // process, so that what it ran up to the panic is written to the profile.
+// The panic is printed as the testing package prints one: its value, then
+// the goroutine's stack without frog's frames.
 func frogRecoverTests(m *frogtesting.M) {
 	f := frogreflect.ValueOf(m).Elem().FieldByName("tests")
 	if !f.IsValid() || f.Type() != frogreflect.TypeOf([]frogtesting.InternalTest(nil)) {
@@ -137,12 +139,29 @@ func frogRecoverTests(m *frogtesting.M) {
 		tests[i].F = func(t *frogtesting.T) {
 			defer func() {
 				if r := recover(); r != nil {
-					t.Errorf("panic: %v [recovered by frog's coverage run]\n%s", r, frogdebug.Stack())
+					frogfmt.Printf("panic: %v [recovered]\n\n%s\n", r, frogStack())
+					t.Fail()
 				}
 			}()
 			run(t)
 		}
 	}
+}
+
+// frogStack is the calling goroutine's stack, less the frames of
+// runtime/debug.Stack and of frog's TestMain file (a function's line and
+// its file's line).
+func frogStack() string {
+	lines := frogstrings.Split(frogstrings.TrimSpace(string(frogdebug.Stack())), "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		if l := lines[i]; frogstrings.HasPrefix(l, "runtime/debug.Stack(") || frogstrings.Contains(l, ".frogRecoverTests.") || frogstrings.Contains(l, ".frogStack(") {
+			i++
+			continue
+		}
+		out = append(out, lines[i])
+	}
+	return frogstrings.Join(out, "\n")
 }
 `)
 }

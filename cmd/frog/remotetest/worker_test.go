@@ -41,11 +41,8 @@ func (c openedFirst) DecodeTask(rec, or []byte) (*env.Task, error) {
 // A worker whose environment takes a while to open gets the trainer's
 // policy first: it holds it and decodes it once the environment is open,
 // since a codec may depend on what Open chose (frog worker's does). Every
-// episode then runs on the worker and is accounted. When the worker
-// decoded the policy as it came, while Open still ran, frog worker raced
-// on its codec (stop 48's CI) and a simulation could get the wrong one.
-// The worker runs in the test's own process (ownProcess), the trainer is
-// a frog sim process.
+// episode then runs on the worker and is accounted. The worker runs in the
+// test's own process (ownProcess), the trainer is a frog sim process.
 func TestWorkerDecodesNothingBeforeItsEnvironmentIsOpen(t *testing.T) {
 	if !ownProcess(t) {
 		return

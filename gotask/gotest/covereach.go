@@ -124,7 +124,12 @@ func TestMain(m *frogtesting.M) {
 	frogos.Exit(0)
 }
 
-// frogRecoverTests makes a test that panics fail instead of ending the
+` + coverMainRecover)
+}
+
+// coverMainRecover is the part of frog's TestMain file (coverMainSource)
+// that makes a test that panics fail instead of ending the process.
+const coverMainRecover = `// frogRecoverTests makes a test that panics fail instead of ending the
 // process, so that what it ran up to the panic is written to the profile.
 // The panic is printed as the testing package prints one: its value, then
 // the goroutine's stack without frog's frames.
@@ -163,8 +168,7 @@ func frogStack() string {
 	}
 	return frogstrings.Join(out, "\n")
 }
-`)
-}
+`
 
 // BuildCoverBinary builds package dir's coverage test binary at bin (dir
 // module-relative, as the go command at the module root takes it, which

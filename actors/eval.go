@@ -68,6 +68,10 @@ type EvalReport struct {
 	// what Compare pairs two policies' episodes by.
 	FirstSolves []FirstSolve `json:"first_solves"`
 	Summary     Summary      `json:"run"`
+	// Interrupted says the evaluation was cut short (its context was
+	// done): its rates are of the episodes that completed, and Outcomes
+	// counts the ones left out.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // FirstSolve is one scored episode of an evaluation: its task, which of
@@ -151,6 +155,9 @@ type EvalCounts struct {
 	Completed   int `json:"completed"`
 	FailedInfra int `json:"failed_infra"`
 	Cancelled   int `json:"cancelled"`
+	// Unplayed counts the episodes an evaluation cut short never
+	// started: with Cancelled, what its rates leave out.
+	Unplayed int `json:"unplayed,omitempty"`
 	// RewardHackSuspected counts the completed episodes whose verdict
 	// suspected a reward hack (rewarded 0).
 	RewardHackSuspected int `json:"reward_hack_suspected"`
@@ -159,6 +166,8 @@ type EvalCounts struct {
 // Evaluate plays every task Samples times with deps' policy, frozen, and
 // reports the solve rates. deps.Learner must be nil: the policy is pol.
 // deps.OnEpisode, when set, is called with every result too (an export).
+// When ctx is done before every episode has run, Evaluate stops and
+// reports the episodes that completed, marked Interrupted.
 func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps) (EvalReport, error) {
 	if len(cfg.Tasks) == 0 {
 		return EvalReport{}, errors.New("evaluate: no tasks")
@@ -203,6 +212,8 @@ func Evaluate(ctx context.Context, cfg EvalConfig, pol policy.Policy, deps Deps)
 	rep := EvalReport{Tasks: len(tasks), Summary: sum}
 	rep.Cost.WallSeconds = sum.ElapsedSeconds
 	rep.tally(results, byID, cfg.Marks)
+	rep.Outcomes.Unplayed = max(len(tasks)*cfg.Samples-len(results), 0)
+	rep.Interrupted = ctx.Err() != nil
 	return rep, err
 }
 

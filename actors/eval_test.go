@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,6 +92,48 @@ func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
 	cancel()
 	if _, err := EvaluateWhole(ctx, cfg, submitter{}, deps); !errors.Is(err, context.Canceled) {
 		t.Errorf("an evaluation cut short: %v; want context.Canceled", err)
+	}
+}
+
+// TestEvaluateReportsWhatACutShortEvaluationScored: cancelled midway,
+// Evaluate reports the episodes that completed, marked as interrupted,
+// and counts every episode it leaves out.
+func TestEvaluateReportsWhatACutShortEvaluationScored(t *testing.T) {
+	sp, err := envsim.New(envsim.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := synthsim.NewHeldout(1, 1, 0).TasksFor(context.Background(), 64, synth.Knobs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := EvalConfig{Run: DefaultConfig()}
+	cfg.Run.Concurrency = 2
+	for _, task := range tasks {
+		cfg.Tasks = append(cfg.Tasks, EvalTask{Task: task})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen atomic.Int32
+	deps := Deps{Provider: sp, Log: zerolog.Nop(), OnEpisode: func(*EpisodeResult) {
+		if seen.Add(1) == 3 {
+			cancel()
+		}
+	}}
+	rep, err := Evaluate(ctx, cfg, submitter{}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.Outcomes
+	if !rep.Interrupted || o.Completed < 3 || o.Completed+o.FailedInfra+o.Cancelled+o.Unplayed != len(tasks) || o.Unplayed == 0 {
+		t.Errorf("interrupted %v, outcomes %+v; want marked, at least 3 scored and all %d counted", rep.Interrupted, o, len(tasks))
+	}
+	if rep.Solved.N != o.Completed || len(rep.FirstSolves) != o.Completed {
+		t.Errorf("solved over %d episodes, %d first solves; want the %d completed", rep.Solved.N, len(rep.FirstSolves), o.Completed)
+	}
+	whole, err := Evaluate(context.Background(), cfg, submitter{}, Deps{Provider: sp, Log: zerolog.Nop()})
+	if err != nil || whole.Interrupted || whole.Outcomes.Unplayed != 0 {
+		t.Errorf("a whole evaluation: %v, interrupted %v, unplayed %d", err, whole.Interrupted, whole.Outcomes.Unplayed)
 	}
 }
 

@@ -86,6 +86,10 @@ learns nothing from the gold patch: it searches, as the policies do.
 Each task is checked before it is played (its bug fails its tests, its gold
 patch passes them); a task that does not hold up is quarantined and left out.
 
+Interrupted (SIGINT, SIGTERM), eval stops its episodes, prints what it
+scored (a policy or ceiling cut short says how many of its episodes it
+scored; its rates are of those alone) and exits with 130.
+
 With --env replay --table FILE (a table frog tabulate made) the policies play
 the table's tasks against it instead of sandboxes: each verdict looked up, not
 run, and every policy named NAME (replay) in the report. Only policies on the
@@ -237,13 +241,13 @@ func (o *evalOptions) evaluatePolicies(ctx context.Context, ecfg actors.EvalConf
 		if cerr := closeTraj(); cerr != nil && err == nil {
 			err = fmt.Errorf("--trajectories: %w", cerr)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				break // interrupted: report what was measured
-			}
+		if err != nil && ctx.Err() == nil {
 			return nil, err
 		}
-		e.Policy = named(name)
+		if ctx.Err() != nil && e.Outcomes.Completed == 0 {
+			break // interrupted before any episode was scored
+		}
+		e.Policy = named(name) // interrupted, e is marked and printed as cut short
 		out = append(out, e)
 		logRate(log, e.Policy, e.Solved)
 	}
@@ -312,7 +316,10 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		switch c, err := actors.Evaluate(ctx, cc, ceil, deps); {
 		case err != nil && ctx.Err() == nil:
 			return err
-		case err == nil && ctx.Err() == nil:
+		case err == nil || c.Outcomes.Completed > 0:
+			// Interrupted, the tasks the search finished are still
+			// reported (marked as cut short): an hour's search is not
+			// thrown away.
 			c.Policy = "ceiling"
 			rep.Ceiling = &c
 			logRate(log, c.Policy, c.Solved)
@@ -449,6 +456,11 @@ func printEval(w io.Writer, e actors.EvalReport) error {
 	mrr := func(m actors.Mean) string { return fmt.Sprintf("%.3f [%.3f, %.3f]", m.Mean, m.Lo, m.Hi) }
 	ceiling := e.Policy == "ceiling" // an exhaustive search: its tries are no ranking
 	fmt.Fprintf(tw, "%s\tsolved\t%s\n", e.Policy, rate(e.Solved))
+	if e.Interrupted {
+		o := e.Outcomes
+		fmt.Fprintf(tw, "\tinterrupted\t%d of %d episodes scored (%d cancelled, %d never started): every figure is of those alone\n",
+			o.Completed, o.Completed+o.FailedInfra+o.Cancelled+o.Unplayed, o.Cancelled, o.Unplayed)
+	}
 	if !ceiling {
 		for _, a := range e.AtTries {
 			fmt.Fprintf(tw, "\twithin %s\t%s\n", triesWord(a.Tries), rate(a.Rate))

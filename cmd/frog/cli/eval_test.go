@@ -77,3 +77,19 @@ func TestEvalPrintsRanksAndPairs(t *testing.T) {
 		t.Errorf("--json pairs %+v; want fl-greedy vs random at 1, 3, 10 tries, 9 discordant at 1", got.Pairs)
 	}
 }
+
+// TestEvalPrintsAnInterruptedEvaluationAsOne: a policy or ceiling cut
+// short is printed with how many of its episodes were scored.
+func TestEvalPrintsAnInterruptedEvaluationAsOne(t *testing.T) {
+	c := evalOf("ceiling", 1, 0, 3)
+	c.Interrupted = true
+	c.Outcomes = actors.EvalCounts{Completed: 3, Cancelled: 2, Unplayed: 235}
+	var out bytes.Buffer
+	if err := (evalReport{Ceiling: &c}).print(&out, false); err != nil {
+		t.Fatal(err)
+	}
+	re := `(?m)^ +interrupted +3 of 240 episodes scored \(2 cancelled, 235 never started\): every figure is of those alone$`
+	if !regexp.MustCompile(re).Match(out.Bytes()) {
+		t.Errorf("no line matches %s in\n%s", re, out.String())
+	}
+}

@@ -244,10 +244,9 @@ func (o *evalOptions) evaluatePolicies(ctx context.Context, ecfg actors.EvalConf
 		if err != nil && ctx.Err() == nil {
 			return nil, err
 		}
-		if ctx.Err() != nil && e.Outcomes.Completed == 0 {
-			break // interrupted before any episode was scored
-		}
-		e.Policy = named(name) // interrupted, e is marked and printed as cut short
+		// Interrupted, e is still reported, marked as cut short: what it
+		// scored, and the episodes it cancelled or never started.
+		e.Policy = named(name)
 		out = append(out, e)
 		logRate(log, e.Policy, e.Solved)
 	}
@@ -316,7 +315,7 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		switch c, err := actors.Evaluate(ctx, cc, ceil, deps); {
 		case err != nil && ctx.Err() == nil:
 			return err
-		case err == nil || c.Outcomes.Completed > 0:
+		default:
 			// Interrupted, the tasks the search finished are still
 			// reported (marked as cut short): an hour's search is not
 			// thrown away.

@@ -66,15 +66,15 @@ func (submitter) Act(ctx context.Context, obs []env.Observation, acts []env.Acti
 	return nil
 }
 
-// TestEvaluateWholeRefusesACutShortEvaluation: a whole evaluation is a
-// report of every task; one whose context is cancelled is an error, where
-// Evaluate would report the tasks that finished.
-func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
+// simEvaluation is an evaluation of n simulated held-out tasks, two
+// episodes at once, and the simulated provider that plays them.
+func simEvaluation(t *testing.T, n int) (*envsim.Provider, EvalConfig) {
+	t.Helper()
 	sp, err := envsim.New(envsim.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := synthsim.NewHeldout(1, 1, 0).TasksFor(context.Background(), 8, synth.Knobs{})
+	tasks, err := synthsim.NewHeldout(1, 1, 0).TasksFor(context.Background(), n, synth.Knobs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,15 @@ func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
 	for _, task := range tasks {
 		cfg.Tasks = append(cfg.Tasks, EvalTask{Task: task})
 	}
+	return sp, cfg
+}
+
+// TestEvaluateWholeRefusesACutShortEvaluation: a whole evaluation is a
+// report of every task; one whose context is cancelled is an error, where
+// Evaluate would report the tasks that finished.
+func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
+	sp, cfg := simEvaluation(t, 8)
+	tasks := cfg.Tasks
 	deps := Deps{Provider: sp, Log: zerolog.Nop()}
 	rep, err := EvaluateWhole(context.Background(), cfg, submitter{}, deps)
 	if err != nil || rep.Outcomes.Completed != len(tasks) {
@@ -99,19 +108,8 @@ func TestEvaluateWholeRefusesACutShortEvaluation(t *testing.T) {
 // Evaluate reports the episodes that completed, marked as interrupted,
 // and counts every episode it leaves out.
 func TestEvaluateReportsWhatACutShortEvaluationScored(t *testing.T) {
-	sp, err := envsim.New(envsim.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := synthsim.NewHeldout(1, 1, 0).TasksFor(context.Background(), 64, synth.Knobs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := EvalConfig{Run: DefaultConfig()}
-	cfg.Run.Concurrency = 2
-	for _, task := range tasks {
-		cfg.Tasks = append(cfg.Tasks, EvalTask{Task: task})
-	}
+	sp, cfg := simEvaluation(t, 64)
+	tasks := cfg.Tasks
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var seen atomic.Int32

@@ -312,17 +312,15 @@ func runEval(ctx context.Context, g *globals, o *evalOptions) error {
 		cc.Run.MaxTries, cc.Run.MaxSteps, cc.Samples = 0, 40, 1
 		log.Info().Int("tasks", len(tasks)).Msg("measuring the candidate-space ceiling")
 		deps.Remote = o.remotes.next()
-		switch c, err := actors.Evaluate(ctx, cc, ceil, deps); {
-		case err != nil && ctx.Err() == nil:
+		c, err := actors.Evaluate(ctx, cc, ceil, deps)
+		if err != nil && ctx.Err() == nil {
 			return err
-		default:
-			// Interrupted, the tasks the search finished are still
-			// reported (marked as cut short): an hour's search is not
-			// thrown away.
-			c.Policy = "ceiling"
-			rep.Ceiling = &c
-			logRate(log, c.Policy, c.Solved)
 		}
+		// Interrupted, the tasks the search finished are still reported,
+		// marked as cut short.
+		c.Policy = "ceiling"
+		rep.Ceiling = &c
+		logRate(log, c.Policy, c.Solved)
 	}
 	rep.Pairs = comparePolicies(rep.Policies)
 	rep.Tasks = tenv.Report()
